@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "frontier.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "sys.h"
+
+#define PAGE 4096u
+
+static int probe_scan(int fd)
+{
+	static char probe[PAGE] __attribute__((aligned(PAGE)));
+	struct msq_page_region r;
+	struct msq_pm_scan_arg a = {
+		.size = sizeof(a),
+		.start = (uintptr_t)probe,
+		.end = (uintptr_t)probe + PAGE,
+		.vec = (uintptr_t)&r,
+		.vec_len = 1,
+		.category_mask = MSQ_PAGE_IS_PRESENT,
+		.return_mask = MSQ_PAGE_IS_PRESENT,
+	};
+
+	return ioctl(fd, MSQ_PAGEMAP_SCAN, &a) >= 0;
+}
+
+int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, int high_fd)
+{
+	char path[256];
+	struct stat st;
+	int fd;
+
+	if (pid > 0)
+		snprintf(path, sizeof(path), "%s/%d/pagemap", proc_root, (int)pid);
+	else
+		snprintf(path, sizeof(path), "%s/self/pagemap", proc_root);
+	if (MSQ_FAULT("madvseq/pagemap/open"))
+		return -EMFILE;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (high_fd > 0) {
+		int hfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd);
+
+		if (hfd >= 0) {
+			close(fd);
+			fd = hfd;
+		}
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	*pm = (struct msq_pagemap){
+		.fd = fd, .dev = st.st_dev, .ino = st.st_ino, .pid = pid,
+		/* The probe's address is ours: it only tells if the ioctl exists. */
+		.scan = pid <= 0 ? probe_scan(fd) : true,
+	};
+	return 0;
+}
+
+void msq_pagemap_close(struct msq_pagemap *pm)
+{
+	if (pm->fd >= 0)
+		close(pm->fd);
+	pm->fd = -1;
+}
+
+int msq_pagemap_check(const struct msq_pagemap *pm)
+{
+	struct stat st;
+
+	if (pm->fd < 0 || fstat(pm->fd, &st) < 0 || st.st_dev != pm->dev || st.st_ino != pm->ino)
+		return -EBADF;
+	return 0;
+}
+
+static int add_range(struct msq_extents *set, uint64_t s, uint64_t e)
+{
+	return set ? msq_extents_add(set, s, e) : 0;
+}
+
+static int scan_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
+		       struct msq_extents *file, struct msq_extents *anon)
+{
+	struct msq_page_region vec[128];
+
+	while (start < end) {
+		struct msq_pm_scan_arg a = {
+			.size = sizeof(a),
+			.start = start,
+			.end = end,
+			.vec = (uintptr_t)vec,
+			.vec_len = sizeof(vec) / sizeof(*vec),
+			.category_mask = MSQ_PAGE_IS_PRESENT,
+			.return_mask = MSQ_PAGE_IS_PRESENT | MSQ_PAGE_IS_FILE,
+		};
+		int n = ioctl(pm->fd, MSQ_PAGEMAP_SCAN, &a);
+
+		if (n < 0)
+			return -errno;
+		for (int i = 0; i < n; i++) {
+			bool is_file = vec[i].categories & MSQ_PAGE_IS_FILE;
+			int rc = add_range(is_file ? file : anon, vec[i].start, vec[i].end);
+
+			if (rc < 0)
+				return rc;
+		}
+		if (a.walk_end <= start)
+			break;
+		start = a.walk_end;
+	}
+	return 0;
+}
+
+static int read_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
+		       struct msq_extents *file, struct msq_extents *anon)
+{
+	uint64_t ent[1024];
+
+	while (start < end) {
+		uint64_t pages = (end - start) / PAGE;
+		size_t want = pages < 1024 ? (size_t)pages : 1024;
+		ssize_t got = pread(pm->fd, ent, want * sizeof(*ent), (off_t)(start / PAGE * sizeof(*ent)));
+
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EIO;
+		for (size_t i = 0; i < (size_t)got / sizeof(*ent); i++) {
+			uint64_t a = start + i * PAGE;
+			int rc = 0;
+
+			if (!(ent[i] & MSQ_PM_PRESENT))
+				continue;
+			rc = add_range((ent[i] & MSQ_PM_FILE) ? file : anon, a, a + PAGE);
+			if (rc < 0)
+				return rc;
+		}
+		start += (uint64_t)got / sizeof(*ent) * PAGE;
+	}
+	return 0;
+}
+
+int msq_present_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
+		       struct msq_extents *file, struct msq_extents *anon)
+{
+	if (MSQ_FAULT("madvseq/pagemap/read"))
+		return -EIO;
+	start &= ~(uint64_t)(PAGE - 1);
+	if (pm->scan)
+		return scan_ranges(pm, start, end, file, anon);
+	return read_ranges(pm, start, end, file, anon);
+}

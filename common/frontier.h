@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Where are the readers?  Finds the pages of a range that are present in a
+ * process's page tables, from /proc/PID/pagemap: with the PAGEMAP_SCAN ioctl
+ * where the kernel has it (6.7+), else by reading pagemap entries.  Present
+ * is coarser than touched (fault-around maps 64 KiB, large folios up to
+ * 2 MiB), so a cursor found this way is good to about 2 MiB.
+ *
+ * Thread contract: a struct msq_pagemap is used by one thread at a time.
+ */
+#ifndef MSQ_FRONTIER_H
+#define MSQ_FRONTIER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "extents.h"
+
+struct msq_pagemap {
+	int fd;
+	bool scan; /* PAGEMAP_SCAN works on fd */
+	dev_t dev; /* identity of fd, checked before each use */
+	ino_t ino;
+	pid_t pid; /* 0: the calling process */
+};
+
+/*
+ * Opens /proc/<pid>/pagemap (pid 0: self) below proc_root ("/proc" unless a
+ * test points elsewhere) with O_CLOEXEC, and probes PAGEMAP_SCAN.  If
+ * high_fd > 0 the descriptor is moved to the lowest free number >= high_fd,
+ * so a preloaded library does not take the small numbers a program expects.
+ * Returns 0 or -errno.
+ */
+int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, int high_fd);
+void msq_pagemap_close(struct msq_pagemap *pm);
+/* -EBADF if pm->fd no longer refers to the file that was opened. */
+int msq_pagemap_check(const struct msq_pagemap *pm);
+
+/*
+ * Adds to *file the present, file-backed pages of [start, end) and, if anon
+ * is not NULL, the present anonymous ones (copy-on-write copies in private
+ * file mappings) to *anon.  Page-aligned addresses.  Returns 0 or -errno
+ * (sets are then partly filled).
+ */
+int msq_present_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
+		       struct msq_extents *file, struct msq_extents *anon);
+
+#endif

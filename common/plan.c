@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "plan.h"
+
+#include <errno.h>
+
+#include <madvseq/policy.h>
+
+uint64_t msq_chunk_floor(uint64_t addr, uint64_t start, uint64_t file_off)
+{
+	/* Boundaries where the file offset is a multiple of the chunk, since
+	 * large folios are aligned in the file, not in the address space. */
+	int64_t off = (int64_t)(file_off & (MSQ_CHUNK - 1));
+	int64_t rel = (int64_t)(addr - start) + off;
+
+	return start + (uint64_t)((rel & ~(int64_t)(MSQ_CHUNK - 1)) - off);
+}
+
+int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop)
+{
+	const struct msq_extents *p = in->present;
+
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t a = p->v[i].start, b = p->v[i].end, lo, hi;
+
+		lo = msq_chunk_floor(a, in->start, in->file_off);
+		if (in->flush)
+			hi = msq_chunk_floor(b + MSQ_CHUNK - 1, in->start, in->file_off);
+		else if (b - in->start > in->lag)
+			hi = msq_chunk_floor(b - in->lag, in->start, in->file_off);
+		else
+			continue;
+		if (lo < in->start)
+			lo = in->start;
+		if (hi > in->end)
+			hi = in->end;
+		if (lo >= hi)
+			continue;
+		if (msq_extents_add(drop, lo, hi) < 0)
+			return -ENOMEM;
+	}
+	if (in->keep)
+		for (size_t i = 0; i < in->keep->n; i++)
+			if (msq_extents_remove(drop, in->keep->v[i].start, in->keep->v[i].end) < 0)
+				return -ENOMEM;
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What to drop, given where the pages are.  Pure: no syscalls.
+ *
+ * Each maximal run of present pages is taken as one reader: its cursor is
+ * the run's end.  The chunks (MSQ_CHUNK, aligned in file-offset space) that
+ * lie entirely more than `lag` bytes behind that cursor are planned for
+ * dropping, less the ranges in `keep` (strong references).  Several readers
+ * in one region therefore each keep their own lag.
+ */
+#ifndef MSQ_PLAN_H
+#define MSQ_PLAN_H
+
+#include <stdbool.h>
+
+#include "extents.h"
+
+struct msq_plan_in {
+	const struct msq_extents *present; /* present file pages (runs) */
+	const struct msq_extents *keep;    /* never planned (may be NULL) */
+	uint64_t start, end;               /* the region */
+	uint64_t file_off;                 /* file offset at start */
+	uint64_t lag;
+	bool flush; /* the readers are gone: plan every present chunk */
+};
+
+/* Adds the planned ranges to *drop.  Returns 0 or -ENOMEM. */
+int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop);
+
+/* Rounds addr down to a chunk boundary of a region mapping file_off at start. */
+uint64_t msq_chunk_floor(uint64_t addr, uint64_t start, uint64_t file_off);
+
+#endif

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "plan.h"
+#include "sys.h"
+
+#define PAGE 4096u
+/* Without PAGEMAP_SCAN, each cycle also reads this much of the region
+ * round-robin, to find readers that started since the last cycle. */
+#define SWEEP_BYTES (UINT64_C(32) << 20)
+#define MAX_IOV 1024 /* UIO_MAXIOV */
+
+void msq_engine_init(struct msq_engine *e, int pidfd, uint64_t lag)
+{
+	*e = (struct msq_engine){
+		.pm = { .fd = -1 },
+		.pidfd = pidfd,
+		.lag = lag,
+		.kept_retry_ns = UINT64_C(1000) * 1000 * 1000,
+	};
+}
+
+void msq_engine_free(struct msq_engine *e)
+{
+	msq_extents_free(&e->present);
+	msq_extents_free(&e->anon);
+	msq_extents_free(&e->drop);
+	msq_extents_free(&e->after);
+}
+
+const char *msq_drop_how_name(enum msq_drop_how how)
+{
+	switch (how) {
+	case MSQ_DROP_PAGEOUT: return "pageout";
+	case MSQ_DROP_UNMAP_FADVISE: return "unmap+fadvise";
+	case MSQ_DROP_COLD: return "cold";
+	case MSQ_DROP_NONE: return "none";
+	}
+	return "?";
+}
+
+int msq_stream_init(struct msq_stream *s, uint64_t start, uint64_t end, uint64_t file_off,
+		    dev_t dev, ino_t ino, const char *path, bool shared, bool writable,
+		    enum msq_mode mode, bool may_write)
+{
+	char *p = NULL;
+
+	if (path) {
+		if (MSQ_FAULT("madvseq/alloc"))
+			return -ENOMEM;
+		p = strdup(path);
+		if (!p)
+			return -ENOMEM;
+	}
+	*s = (struct msq_stream){
+		.start = start, .end = end, .file_off = file_off,
+		.dev = dev, .ino = ino, .path = p,
+		.shared = shared, .writable = writable,
+		.sweep = start,
+	};
+	if (mode == MSQ_MODE_OFF)
+		s->how = MSQ_DROP_NONE;
+	else if (mode == MSQ_MODE_COLD)
+		s->how = MSQ_DROP_COLD;
+	else if (may_write)
+		s->how = MSQ_DROP_PAGEOUT;
+	else if ((shared || !writable) && path)
+		/* MADV_PAGEOUT silently skips file pages of files we may not
+		 * write.  Zapping our own PTEs is safe where no copy-on-write
+		 * data can appear (shared, or private and read-only). */
+		s->how = MSQ_DROP_UNMAP_FADVISE;
+	else
+		s->how = MSQ_DROP_COLD;
+	return 0;
+}
+
+void msq_stream_free(struct msq_stream *s)
+{
+	free(s->path);
+	msq_extents_free(&s->precached);
+	msq_extents_free(&s->kept);
+	msq_extents_free(&s->cursors);
+	memset(s, 0, sizeof(*s));
+}
+
+static int copy_shifted(struct msq_stream *dst, const struct msq_stream *src, uint64_t start,
+			uint64_t end, int64_t delta)
+{
+	struct msq_stream n = *src;
+	int rc;
+
+	n.path = NULL;
+	n.precached = n.kept = n.cursors = MSQ_EXTENTS_INIT;
+	if (src->path && (MSQ_FAULT("madvseq/alloc") || !(n.path = strdup(src->path)))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = msq_extents_copy_clip(&n.precached, &src->precached, start, end, delta)) < 0 ||
+	    (rc = msq_extents_copy_clip(&n.kept, &src->kept, start, end, delta)) < 0 ||
+	    (rc = msq_extents_copy_clip(&n.cursors, &src->cursors, start, end + 1, delta)) < 0)
+		goto fail;
+	n.start = start + (uint64_t)delta;
+	n.end = end + (uint64_t)delta;
+	n.file_off = src->file_off + (start - src->start);
+	n.sweep = n.start;
+	memset(&n.st, 0, sizeof(n.st));
+	*dst = n;
+	return 0;
+fail:
+	msq_stream_free(&n);
+	return rc;
+}
+
+int msq_stream_clip(struct msq_stream *dst, const struct msq_stream *src, uint64_t start,
+		    uint64_t end)
+{
+	return copy_shifted(dst, src, start, end, 0);
+}
+
+int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64_t new_start,
+		    uint64_t new_end)
+{
+	int rc = copy_shifted(dst, src, src->start, src->end, (int64_t)(new_start - src->start));
+
+	if (rc == 0)
+		dst->end = new_end;
+	return rc;
+}
+
+/* Reads present pages of [ws, we), extending past we while a run goes on. */
+static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, uint64_t we)
+{
+	uint64_t grow = 4 * MSQ_CHUNK;
+	int rc;
+
+	for (;;) {
+		rc = msq_present_ranges(&e->pm, ws, we, &e->present, s->shared ? NULL : &e->anon);
+		if (rc < 0 || we >= s->end || !msq_extents_overlaps(&e->present, we - PAGE, we))
+			return rc;
+		ws = we;
+		we = we + grow < s->end ? we + grow : s->end;
+		grow *= 2;
+	}
+}
+
+static int find_present(struct msq_engine *e, struct msq_stream *s, bool whole)
+{
+	int rc;
+
+	msq_extents_clear(&e->present);
+	msq_extents_clear(&e->anon);
+	if (whole || e->pm.scan)
+		return msq_present_ranges(&e->pm, s->start, s->end, &e->present,
+					  s->shared ? NULL : &e->anon);
+	/* Windows around the readers seen last time... */
+	for (size_t i = 0; i < s->cursors.n; i++) {
+		uint64_t c = s->cursors.v[i].start;
+		uint64_t back = e->lag + 2 * MSQ_CHUNK;
+		uint64_t ws = c - s->start > back ? c - back : s->start;
+		uint64_t we = c + 2 * MSQ_CHUNK < s->end ? c + 2 * MSQ_CHUNK : s->end;
+
+		if ((rc = scan_window(e, s, ws, we)) < 0)
+			return rc;
+	}
+	/* ...and a slice of the rest, to find new ones. */
+	if (s->sweep >= s->end || s->sweep < s->start)
+		s->sweep = s->start;
+	rc = scan_window(e, s, s->sweep, s->end - s->sweep > SWEEP_BYTES ? s->sweep + SWEEP_BYTES : s->end);
+	s->sweep += SWEEP_BYTES;
+	if (rc < 0)
+		return rc;
+	msq_extents_clear(&s->cursors);
+	for (size_t i = 0; i < e->present.n; i++)
+		if ((rc = msq_extents_add(&s->cursors, e->present.v[i].end, e->present.v[i].end + 1)) < 0)
+			return rc;
+	return 0;
+}
+
+static int advise(struct msq_engine *e, const struct msq_extents *set, int advice)
+{
+	struct iovec iov[MAX_IOV];
+	size_t n = 0;
+
+	if (MSQ_FAULT("madvseq/madvise"))
+		return -EAGAIN;
+	for (size_t i = 0; i < set->n; i++) {
+		void *a = (void *)(uintptr_t)set->v[i].start;
+		size_t len = (size_t)(set->v[i].end - set->v[i].start);
+
+		if (e->pidfd < 0) {
+			if (msq_sys_madvise(a, len, advice) < 0)
+				return -errno;
+			continue;
+		}
+		iov[n++] = (struct iovec){ a, len };
+		if (n == MAX_IOV || i + 1 == set->n) {
+			if (msq_process_madvise(e->pidfd, iov, n, advice) < 0)
+				return -errno;
+			n = 0;
+		}
+	}
+	return 0;
+}
+
+static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents *set)
+{
+	struct stat st;
+	int fd, rc = 0;
+
+	if (!s->path)
+		return -ENOENT;
+	if (MSQ_FAULT("madvseq/fadvise"))
+		return -EIO;
+	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
+		close(fd); /* renamed or replaced: not the file we map */
+		return -ESTALE;
+	}
+	for (size_t i = 0; i < set->n && rc == 0; i++) {
+		uint64_t off = s->file_off + (set->v[i].start - s->start);
+		/* The raw syscall: the shim's own posix_fadvise wrapper must not see it. */
+		if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)(set->v[i].end - set->v[i].start),
+			    POSIX_FADV_DONTNEED) < 0)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
+}
+
+static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uint64_t *dropped)
+{
+	uint64_t before = 0, left = 0;
+	int rc;
+
+	for (size_t i = 0; i < e->drop.n; i++)
+		before += msq_extents_covered(&e->present, e->drop.v[i].start, e->drop.v[i].end);
+	if (before == 0)
+		return 0;
+	s->st.advice_calls++;
+	switch (s->how) {
+	case MSQ_DROP_NONE:
+		return 0;
+	case MSQ_DROP_COLD:
+		/* Cold pages stay mapped: remember them so they are not advised
+		 * again every cycle. */
+		if ((rc = advise(e, &e->drop, MADV_COLD)) < 0)
+			return rc;
+		if (!s->kept.n)
+			s->kept_until_ns = now_ns + e->kept_retry_ns;
+		for (size_t i = 0; i < e->drop.n; i++)
+			if ((rc = msq_extents_add(&s->kept, e->drop.v[i].start, e->drop.v[i].end)) < 0)
+				return rc;
+		*dropped = before;
+		return 0;
+	case MSQ_DROP_UNMAP_FADVISE:
+		if (e->pidfd >= 0)
+			return -EPERM; /* process_madvise has no DONTNEED */
+		if ((rc = advise(e, &e->drop, MADV_DONTNEED)) < 0)
+			return rc;
+		*dropped = before;
+		return fadvise_dontneed(s, &e->drop);
+	case MSQ_DROP_PAGEOUT:
+		if ((rc = advise(e, &e->drop, MADV_PAGEOUT)) < 0)
+			return rc;
+		/* Verify: what is still mapped is referenced elsewhere (mapped by
+		 * another process), dirty, or locked.  Keep it. */
+		msq_extents_clear(&e->after);
+		for (size_t i = 0; i < e->drop.n; i++)
+			if ((rc = msq_present_ranges(&e->pm, e->drop.v[i].start, e->drop.v[i].end,
+						     &e->after, NULL)) < 0)
+				return rc;
+		left = msq_extents_total(&e->after);
+		if (left && !s->kept.n)
+			s->kept_until_ns = now_ns + e->kept_retry_ns;
+		for (size_t i = 0; i < e->after.n; i++)
+			if ((rc = msq_extents_add(&s->kept, e->after.v[i].start, e->after.v[i].end)) < 0)
+				return rc;
+		s->st.kept += left;
+		*dropped = before > left ? before - left : 0;
+		return 0;
+	}
+	return 0;
+}
+
+int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush)
+{
+	struct msq_plan_in in = {
+		.present = &e->present, .keep = &s->precached,
+		.start = s->start, .end = s->end, .file_off = s->file_off,
+		.lag = e->lag, .flush = flush,
+	};
+	uint64_t dropped = 0;
+	int rc;
+
+	s->st.cycles++;
+	if (s->how == MSQ_DROP_NONE)
+		return 0;
+	if (s->kept.n && (flush || now_ns >= s->kept_until_ns))
+		msq_extents_clear(&s->kept); /* strong references may be gone: retry */
+	if ((rc = find_present(e, s, flush)) < 0)
+		goto fail;
+	msq_extents_clear(&e->drop);
+	if ((rc = msq_plan(&in, &e->drop)) < 0)
+		goto fail;
+	for (size_t i = 0; i < s->kept.n; i++)
+		if ((rc = msq_extents_remove(&e->drop, s->kept.v[i].start, s->kept.v[i].end)) < 0)
+			goto fail;
+	/* Copy-on-write data lives in anonymous pages of private mappings:
+	 * keep whole chunks around it out of any advice. */
+	for (size_t i = 0; i < e->anon.n; i++) {
+		uint64_t lo = msq_chunk_floor(e->anon.v[i].start, s->start, s->file_off);
+		uint64_t hi = msq_chunk_floor(e->anon.v[i].end + MSQ_CHUNK - 1, s->start, s->file_off);
+
+		if ((rc = msq_extents_remove(&e->drop, lo, hi)) < 0)
+			goto fail;
+	}
+	if ((rc = drop(e, s, now_ns, &dropped)) < 0)
+		goto fail;
+	s->st.dropped += dropped;
+	return (int64_t)dropped;
+fail:
+	s->st.errors++;
+	s->st.last_error = rc;
+	s->st.dropped += dropped;
+	return rc;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The engine both the shim and the daemon run: one msq_stream per tracked
+ * range of a sequentially-read file mapping, and one cycle that finds its
+ * readers (frontier), decides what lies behind them (plan) and drops it.
+ *
+ * Thread contract: a stream and the engine it is cycled with are used by
+ * one thread at a time; the caller also guarantees the range is still
+ * mapped as it was when the stream was set up (the shim holds its table
+ * lock across a cycle and across munmap/mremap of tracked ranges).
+ */
+#ifndef MSQ_STREAM_H
+#define MSQ_STREAM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <madvseq/policy.h>
+
+#include "extents.h"
+#include "frontier.h"
+
+/* How a stream's pages are dropped; chosen once, when it is set up. */
+enum msq_drop_how {
+	MSQ_DROP_PAGEOUT,       /* MADV_PAGEOUT, verified by reading pagemap after */
+	MSQ_DROP_UNMAP_FADVISE, /* own PTEs (MADV_DONTNEED) then fadvise(DONTNEED) */
+	MSQ_DROP_COLD,          /* MADV_COLD only */
+	MSQ_DROP_NONE,          /* nothing safe to do */
+};
+
+struct msq_stream_stats {
+	uint64_t dropped; /* bytes that left the mapping because of us */
+	uint64_t kept;    /* bytes still mapped after a drop: strong references */
+	uint64_t cycles;
+	uint64_t advice_calls;
+	uint64_t errors;
+	int last_error; /* -errno of the last failure, 0 if none */
+};
+
+struct msq_stream {
+	uint64_t start, end; /* page-aligned address range */
+	uint64_t file_off;   /* file offset mapped at start */
+	dev_t dev;
+	ino_t ino;
+	char *path;          /* for the fadvise fallback; may be NULL */
+	bool shared;         /* MAP_SHARED */
+	bool writable;       /* PROT_WRITE */
+	enum msq_drop_how how;
+	bool precached_known;          /* precached is a reliable snapshot */
+	struct msq_extents precached;  /* cached before tracking: never dropped */
+	struct msq_extents kept;       /* left mapped after a drop; retried later */
+	uint64_t kept_until_ns;
+	struct msq_extents cursors;    /* run ends, for windowed pagemap reads */
+	uint64_t sweep;                /* next address of the discovery sweep */
+	struct msq_stream_stats st;
+};
+
+/* Per-thread engine context and scratch sets. */
+struct msq_engine {
+	struct msq_pagemap pm;
+	int pidfd;               /* -1: the calling process (madvise) */
+	uint64_t lag;
+	uint64_t kept_retry_ns;  /* how long kept pages are left alone */
+	struct msq_extents present, anon, drop, after;
+};
+
+void msq_engine_init(struct msq_engine *e, int pidfd, uint64_t lag);
+void msq_engine_free(struct msq_engine *e);
+
+/*
+ * Initialises s for [start, end) of a mapping of file (dev, ino, path) at
+ * file_off.  may_write: the caller may write the file (MADV_PAGEOUT works,
+ * mincore tells the truth).  Takes a copy of path.  Returns 0 or -ENOMEM.
+ */
+int msq_stream_init(struct msq_stream *s, uint64_t start, uint64_t end, uint64_t file_off,
+		    dev_t dev, ino_t ino, const char *path, bool shared, bool writable,
+		    enum msq_mode mode, bool may_write);
+void msq_stream_free(struct msq_stream *s);
+/* dst = the part [start, end) of src, with its state clipped. */
+int msq_stream_clip(struct msq_stream *dst, const struct msq_stream *src, uint64_t start,
+		    uint64_t end);
+/* The same state moved to another address (mremap). */
+int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64_t new_start,
+		    uint64_t new_end);
+
+/*
+ * One cycle: drops what lies more than e->lag behind each reader of s (all
+ * present pages if flush).  Returns bytes dropped (>= 0) or -errno; errors
+ * are also counted in s->st.
+ */
+int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush);
+
+const char *msq_drop_how_name(enum msq_drop_how how);
+
+#endif

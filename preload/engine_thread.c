@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/config.h"
+#include "../common/fault.h"
+
+/* Where the pagemap descriptor goes, away from the numbers programs use. */
+#define HIGH_FD 512
+#define MIN_SLEEP_NS (UINT64_C(1) * 1000 * 1000)
+/* Aim for about this much to drop per cycle while streams run. */
+#define TARGET_PER_CYCLE (2 * MSQ_CHUNK)
+
+/* All below is protected by the table lock. */
+static struct msq_engine g_eng = { .pm = { .fd = -1 }, .pidfd = -1 };
+static bool g_eng_ready, g_running, g_stopping;
+static struct {
+	uint64_t regions, dropped, kept, cycles, errors;
+} g_done; /* totals of regions no longer tracked */
+
+static int ensure_pagemap(void)
+{
+	int rc;
+
+	if (!g_eng_ready) {
+		msq_engine_init(&g_eng, -1, msq_cfg.policy.lag);
+		g_eng_ready = true;
+	}
+	if (g_eng.pm.fd >= 0 && msq_pagemap_check(&g_eng.pm) == 0)
+		return 0;
+	/* Closed or replaced behind our back (programs that close every fd). */
+	g_eng.pm.fd = -1;
+	rc = msq_pagemap_open(&g_eng.pm, "/proc", 0, HIGH_FD);
+	if (rc == 0 && msq_cfg.force_pagemap_read)
+		g_eng.pm.scan = false;
+	return rc;
+}
+
+static void account(const struct msq_region *r)
+{
+	g_done.regions++;
+	g_done.dropped += r->s.st.dropped;
+	g_done.kept += r->s.st.kept;
+	g_done.cycles += r->s.st.cycles;
+	g_done.errors += r->s.st.errors;
+}
+
+static void report_region(const struct msq_region *r, const char *why)
+{
+	char d[32], k[32];
+
+	msq_debug("region #%" PRIu64 " %#" PRIx64 "-%#" PRIx64 " %s (%s, %s): dropped %s, kept %s, "
+		  "%" PRIu64 " cycles, %" PRIu64 " errors%s%s",
+		  r->id, r->s.start, r->s.end, r->s.path ? r->s.path : "?", msq_drop_how_name(r->s.how),
+		  why, msq_format_size(r->s.st.dropped, d, sizeof(d)),
+		  msq_format_size(r->s.st.kept, k, sizeof(k)), r->s.st.cycles, r->s.st.errors,
+		  r->s.st.last_error ? " last: " : "",
+		  r->s.st.last_error ? strerror(-r->s.st.last_error) : "");
+}
+
+void msq_engine_retire(struct msq_region *part, void *arg)
+{
+	const char *why = arg ? arg : "unmapped";
+
+	if (!part->delegated && !msq_cfg.kernel_covers && msq_is_owner() && ensure_pagemap() == 0)
+		msq_stream_cycle(&g_eng, &part->s, msq_now_ns(), true);
+	account(part);
+	report_region(part, why);
+}
+
+void msq_engine_account(struct msq_region *part)
+{
+	account(part);
+	report_region(part, "untracked");
+}
+
+static void *engine_main(void *arg)
+{
+	uint64_t sleep_ns = msq_cfg.policy.interval_ns;
+	sigset_t all;
+
+	(void)arg;
+	msq_guard = 1; /* everything this thread calls is the shim's own */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct timespec ts = { (time_t)(sleep_ns / 1000000000), (long)(sleep_ns % 1000000000) };
+		uint64_t dropped = 0;
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+		for (size_t i = 0;; i++) {
+			struct msq_region *r;
+
+			msq_regions_lock();
+			if (g_stopping) {
+				g_running = false;
+				msq_regions_unlock();
+				return NULL;
+			}
+			r = msq_regions_at(i);
+			if (!r) {
+				msq_regions_unlock();
+				break;
+			}
+			if (!r->delegated && !msq_cfg.kernel_covers && ensure_pagemap() == 0) {
+				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);
+
+				if (d > 0)
+					dropped += (uint64_t)d;
+			}
+			msq_regions_unlock();
+		}
+		/* Fast streams: shorten the period so that each cycle drops about
+		 * TARGET_PER_CYCLE; idle: grow back to the configured interval. */
+		if (dropped > TARGET_PER_CYCLE)
+			sleep_ns = sleep_ns * TARGET_PER_CYCLE / dropped;
+		else if (dropped < TARGET_PER_CYCLE / 2)
+			sleep_ns *= 2;
+		if (sleep_ns < MIN_SLEEP_NS)
+			sleep_ns = MIN_SLEEP_NS;
+		if (sleep_ns > msq_cfg.policy.interval_ns)
+			sleep_ns = msq_cfg.policy.interval_ns;
+	}
+}
+
+void msq_engine_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	int rc;
+
+	if (g_running || g_stopping)
+		return;
+	if (MSQ_FAULT("madvseq/thread/create")) {
+		msq_debug("engine thread not started (fault injected); will retry");
+		return;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	/* Created with every signal blocked, so none is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&t, &attr, engine_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		msq_debug("engine thread not started: %s; will retry", strerror(rc));
+		return;
+	}
+	pthread_setname_np(t, "madvseq");
+	g_running = true;
+}
+
+static void write_stats(void)
+{
+	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
+	const char *p = msq_cfg.stats_path;
+	size_t n = 0;
+	int fd, len;
+
+	/* "%p" in the name becomes the pid: one file per process of a tree. */
+	for (; *p && n < sizeof(path) - 12; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid());
+			p++;
+		} else {
+			path[n++] = *p;
+		}
+	}
+	path[n] = '\0';
+	len = snprintf(buf, sizeof(buf),
+		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
+		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
+		       "\nkernel_covers=%d\n",
+		       (int)getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
+		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
+		       msq_cfg.kernel_covers);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		msq_warn("MADVSEQ_STATS: cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	if (write(fd, buf, (size_t)len) != len)
+		msq_warn("MADVSEQ_STATS: short write to %s", path);
+	close(fd);
+}
+
+void msq_engine_shutdown(void)
+{
+	char d[32], k[32];
+
+	msq_regions_lock();
+	g_stopping = true;
+	msq_regions_clear(msq_engine_retire, (void *)"at exit");
+	if (msq_cfg.debug && g_done.regions)
+		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly referenced), "
+			  "%" PRIu64 " errors",
+			  g_done.regions, msq_format_size(g_done.dropped, d, sizeof(d)),
+			  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
+	if (msq_cfg.stats_path[0])
+		write_stats();
+	msq_regions_unlock();
+}
+
+void msq_engine_atfork_child(void)
+{
+	/* The child has no engine thread; its pagemap is its own. */
+	if (g_eng.pm.fd >= 0)
+		close(g_eng.pm.fd);
+	g_eng.pm.fd = -1;
+	g_running = false;
+	memset(&g_done, 0, sizeof(g_done));
+}

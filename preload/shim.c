@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Start-up, configuration, logging and fork handling of libmadvseq.so.
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/config.h"
+#include "../common/kernel_switch.h"
+#include "engine.h"
+#include "track.h"
+
+struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT };
+__thread int msq_guard;
+
+enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DISABLED };
+static int g_state = INIT_NONE;
+static __thread bool t_initialising MSQ_TLS;
+static pid_t g_owner;
+
+void *msq_next_symbol(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+bool msq_is_owner(void)
+{
+	return getpid() == g_owner;
+}
+
+uint64_t msq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void vlog(const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "libmadvseq[%d]: ", (int)getpid());
+
+	if (n < 0)
+		return;
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* write(2), not stdio: no locks, no buffers shared with the program. */
+	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+		return;
+}
+
+void msq_warn(const char *fmt, ...)
+{
+	va_list ap;
+	MSQ_PROTECT_ERRNO;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void msq_debug(const char *fmt, ...)
+{
+	va_list ap;
+	MSQ_PROTECT_ERRNO;
+
+	if (!msq_cfg.debug)
+		return;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+/* Reads one variable; a bad value gets one warning naming the default. */
+#define READ_ENV(name, parse, field, what, deftext)                                   \
+	do {                                                                          \
+		const char *v_ = getenv(name);                                        \
+		if (v_ && *v_ && parse(v_, field) < 0)                                \
+			msq_warn("%s='%s' is not %s; using %s", name, v_, what, deftext); \
+	} while (0)
+
+static void read_config(void)
+{
+	char def[32];
+	const char *v;
+	bool scan = true;
+
+	READ_ENV("MADVSEQ_DEBUG", msq_parse_bool, &msq_cfg.debug, "a boolean (1 or 0)", "0");
+	READ_ENV("MADVSEQ_MODE", msq_parse_mode, &msq_cfg.policy.mode,
+		 "a mode (pageout, cold or off)", "pageout");
+	READ_ENV("MADVSEQ_READ", msq_parse_read_mode, &msq_cfg.policy.read,
+		 "a read mode (noreuse, advised, all or off)", "advised");
+	msq_format_size(MSQ_DEFAULT_LAG, def, sizeof(def));
+	READ_ENV("MADVSEQ_LAG", msq_parse_size, &msq_cfg.policy.lag, "a size (e.g. 16M)", def);
+	READ_ENV("MADVSEQ_INTERVAL", msq_parse_duration_ns, &msq_cfg.policy.interval_ns,
+		 "a duration from 100us to 1h (e.g. 20ms)", "20ms");
+	READ_ENV("MADVSEQ_PAGEMAP_SCAN", msq_parse_bool, &scan, "a boolean (1 or 0)", "1");
+	msq_cfg.force_pagemap_read = !scan;
+	/* Whole pages; at least one chunk, so a cursor's own chunk stays. */
+	msq_cfg.policy.lag &= ~(uint64_t)4095;
+	if (msq_cfg.policy.lag < MSQ_CHUNK) {
+		if (getenv("MADVSEQ_LAG"))
+			msq_warn("MADVSEQ_LAG is below the 2M drop granularity; using 2M");
+		msq_cfg.policy.lag = MSQ_CHUNK;
+	}
+	v = getenv("MADVSEQ_STATS");
+	if (v && *v) {
+		if (strlen(v) >= sizeof(msq_cfg.stats_path))
+			msq_warn("MADVSEQ_STATS path too long; no stats file");
+		else
+			strcpy(msq_cfg.stats_path, v);
+	}
+	msq_cfg.kernel_covers = msq_kernel_dropbehind_state("/proc") == 1;
+}
+
+static void atfork_prepare(void)
+{
+	msq_regions_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	msq_regions_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	g_owner = getpid();
+	msq_regions_atfork_child();
+	msq_engine_atfork_child();
+}
+
+static void program_name(char *buf, size_t len)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		n = 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void init(void)
+{
+	char lag[32], comm[32];
+
+	msq_guard++;
+	g_owner = getpid();
+	read_config();
+	msq_interpose_resolve();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (msq_cfg.debug) {
+		program_name(comm, sizeof(comm));
+		msq_debug("active in %s: mode=%s lag=%s interval=%llums read=%s%s", comm,
+			  msq_mode_name(msq_cfg.policy.mode),
+			  msq_format_size(msq_cfg.policy.lag, lag, sizeof(lag)),
+			  (unsigned long long)(msq_cfg.policy.interval_ns / 1000000),
+			  msq_read_mode_name(msq_cfg.policy.read),
+			  msq_cfg.kernel_covers
+				  ? "; the kernel's own drop-behind is on: libmadvseq steps aside"
+				  : "");
+	}
+	msq_guard--;
+}
+
+bool msq_shim_ready(void)
+{
+	int st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(st == INIT_READY, 1))
+		return true;
+	if (st == INIT_DISABLED || t_initialising)
+		return false; /* re-entered from our own initialisation */
+	st = INIT_NONE;
+	if (__atomic_compare_exchange_n(&g_state, &st, INIT_RUNNING, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		t_initialising = true;
+		init();
+		t_initialising = false;
+		__atomic_store_n(&g_state, INIT_READY, __ATOMIC_RELEASE);
+		return true;
+	}
+	/* Another thread is initialising: wait for it (it never waits for us). */
+	while ((st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE)) == INIT_RUNNING)
+		sched_yield();
+	return st == INIT_READY;
+}
+
+__attribute__((constructor)) static void shim_constructor(void)
+{
+	msq_shim_ready();
+}
+
+__attribute__((destructor)) static void shim_destructor(void)
+{
+	/* A vfork child calling exit() runs this on its parent's memory; a
+	 * fork child has its own (empty unless it tracked regions itself). */
+	if (!msq_shim_ready() || !msq_is_owner())
+		return;
+	msq_guard++;
+	msq_engine_shutdown();
+	__atomic_store_n(&g_state, INIT_DISABLED, __ATOMIC_RELEASE);
+	msq_guard--;
+}

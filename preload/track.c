@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "track.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/config.h"
+#include "../common/fault.h"
+#include "../common/maps.h"
+#include "engine.h"
+#include "regions.h"
+
+#define MAX_VMAS 64 /* per madvise call; more are left untracked */
+#define SNAPSHOT_STEP (UINT64_C(64) << 20)
+
+struct collect {
+	uint64_t lo, hi;
+	struct msq_region *r[MAX_VMAS];
+	size_t n;
+};
+
+/* Pages of s already in the page cache: strong references to keep.
+ * Only meaningful where mincore tells the truth (may_write). */
+static int snapshot(struct msq_stream *s)
+{
+	unsigned char *vec;
+	int rc = 0;
+
+	if (MSQ_FAULT("madvseq/alloc") || !(vec = malloc(SNAPSHOT_STEP / 4096)))
+		return -ENOMEM;
+	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAPSHOT_STEP) {
+		uint64_t len = s->end - a < SNAPSHOT_STEP ? s->end - a : SNAPSHOT_STEP;
+		uint64_t run = 0;
+
+		if (mincore((void *)(uintptr_t)a, (size_t)len, vec) < 0) {
+			rc = -errno;
+			break;
+		}
+		for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
+			bool in = i < len / 4096 && (vec[i] & 1);
+
+			if (in && !run)
+				run = a + i * 4096 + 1; /* +1: 0 means "no run" */
+			if (!in && run) {
+				rc = msq_extents_add(&s->precached, run - 1, a + i * 4096);
+				run = 0;
+			}
+		}
+	}
+	free(vec);
+	s->precached_known = rc == 0;
+	if (rc < 0)
+		msq_extents_clear(&s->precached);
+	return rc;
+}
+
+static int on_vma(const struct msq_vma *v, void *arg)
+{
+	struct collect *c = arg;
+	uint64_t start = v->start > c->lo ? v->start : c->lo;
+	uint64_t end = v->end < c->hi ? v->end : c->hi;
+	struct msq_region *r;
+	struct stat st;
+	bool same, may_write;
+
+	if (!v->ino || v->path[0] != '/')
+		return 0; /* anonymous or special: no page cache to manage */
+	if (c->n == MAX_VMAS)
+		return 1;
+	/* Is the path still the file we map (not deleted or replaced)? */
+	same = stat(v->path, &st) == 0 && st.st_ino == v->ino && st.st_dev == v->dev;
+	may_write = same && (st.st_uid == geteuid() || faccessat(AT_FDCWD, v->path, W_OK, AT_EACCESS) == 0);
+	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
+		return 0;
+	if (msq_stream_init(&r->s, start, end, v->off + (start - v->start), v->dev, v->ino,
+			    same ? v->path : NULL, v->shared, v->write, msq_cfg.policy.mode,
+			    may_write) < 0) {
+		free(r);
+		return 0;
+	}
+	if (may_write)
+		snapshot(&r->s);
+	c->r[c->n++] = r;
+	return 0;
+}
+
+void msq_track_sequential(uint64_t start, uint64_t end)
+{
+	struct collect c = { .lo = start, .hi = end };
+	char pre[32];
+	int rc;
+
+	rc = msq_maps_foreach("/proc/self/maps", start, end, on_vma, &c);
+	if (rc < 0)
+		msq_debug("cannot read /proc/self/maps (%s): %#" PRIx64 "-%#" PRIx64 " not tracked",
+			  strerror(-rc), start, end);
+	if (!c.n)
+		return;
+	msq_track_lock();
+	for (size_t i = 0; i < c.n; i++) {
+		struct msq_region *r = c.r[i];
+		uint64_t s = r->s.start, e = r->s.end;
+		bool known = r->s.precached_known;
+		enum msq_drop_how how = r->s.how;
+
+		msq_format_size(msq_extents_total(&r->s.precached), pre, sizeof(pre));
+		if (msq_regions_insert(r) < 0) {
+			msq_stream_free(&r->s);
+			free(r);
+			continue;
+		}
+		/* r may have been merged and freed: report from the copies. */
+		msq_debug("tracking %#" PRIx64 "-%#" PRIx64 " (%s): %s%s%s", s, e, msq_drop_how_name(how),
+			  known ? "cached before: " : "",
+			  known ? pre : "cannot tell what was cached before (file not writable)",
+			  msq_cfg.kernel_covers ? "; the kernel's drop-behind covers it" : "");
+	}
+	msq_engine_start();
+	msq_track_unlock();
+}
+
+void msq_track_lock(void)
+{
+	msq_regions_lock();
+}
+
+void msq_track_unlock(void)
+{
+	msq_regions_unlock();
+}
+
+static void retire_quietly(struct msq_region *part, void *arg)
+{
+	(void)arg;
+	msq_engine_account(part);
+}
+
+void msq_track_forget_locked(uint64_t start, uint64_t end, bool flush)
+{
+	void (*retire)(struct msq_region *, void *) = flush ? msq_engine_retire : retire_quietly;
+
+	if (msq_regions_remove(start, end, retire, NULL) < 0)
+		/* Out of memory: a stale entry could aim the engine at whatever
+		 * is mapped there next, so stop tracking everything instead. */
+		msq_regions_clear(retire, NULL);
+}
+
+void msq_track_moved(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
+		     bool keep_old)
+{
+	if (msq_regions_move(old, old_len, new_addr, new_len, keep_old) < 0)
+		msq_regions_clear(retire_quietly, NULL);
+}

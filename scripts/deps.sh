@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what libmadvseq needs to build, test and benchmark on Debian 12.
+# Idempotent: packages already present are not fetched again.
+set -euo pipefail
+pkgs=(build-essential meson ninja-build pkg-config
+      liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
+      fio nocache vmtouch python3 util-linux coreutils rsync tar)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: missing ${missing[*]}; run as root (or with sudo) to install them" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
