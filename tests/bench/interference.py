@@ -1,0 +1,864 @@
+#!/usr/bin/env python3
+"""Interference benchmark for libmadvseq (see tests/bench/README.md).
+
+The scenario (docs: DESIGN.md): one memory cgroup limited to 1 GiB holds
+  victim    fio psync 4 KiB random reads over a warm 512 MiB file, and
+  streamer  something that reads a 4 GiB file once from start to end.
+The streamer's pages flood the cgroup's LRU and the victim's warm pages are
+reclaimed with them.  Each configuration (a "row") is a streamer kind run in a
+variant: the kernel alone, under libmadvseq (LD_PRELOAD), under a peer tool.
+All rows are measured side by side in one run, interleaved when --reps > 1,
+and the table reports medians.
+
+How a phase is timed, and why:
+  The streamer reads a fixed amount (the whole file, --passes times), so every
+  variant does the same work and its MB/s is bytes / wall time.  The victim is
+  time-based and is started together with the streamer and stopped (SIGINT,
+  fio then writes its JSON) as soon as the streamer exits, so the victim's
+  numbers cover exactly the streaming window.  Fixed-runtime streamers would
+  make the amount of flooding depend on the streamer's speed; a victim with its
+  own fixed runtime would mix in seconds with no streamer at all.  Starting the
+  victim first and waiting would add seconds of undisturbed reads to the
+  "with streamer" rows (1 s of 650k IOPS would turn ~1.4k into ~17k).
+  "alone" runs the victim by itself for --alone-seconds.
+
+Before every phase: both files are evicted (posix_fadvise DONTNEED, checked
+with cachestat), the victim's file is read back by a process *inside* the
+benchmark cgroup (page cache is charged to the cgroup that first faults it in;
+a warm-up outside would make the victim immune), and the cgroup's peak usage
+is reset.  During the phase the streamer file's cached bytes are sampled
+every 100 ms (cachestat(2)), so a tool that only drops at exit can't hide
+what it held while streaming.
+"""
+
+import argparse
+import ctypes
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def parse_size(s):
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*", str(s))
+    if not m:
+        raise argparse.ArgumentTypeError("bad size: %r" % s)
+    mult = {"": 1, "k": KiB, "m": MiB, "g": GiB, "t": 1 << 40}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
+def fmt_bytes(n):
+    if n is None:
+        return "-"
+    if n >= GiB:
+        return "%.2fG" % (n / GiB)
+    if n >= MiB:
+        return "%.0fM" % (n / MiB)
+    if n >= KiB:
+        return "%.0fK" % (n / KiB)
+    return "%d" % n
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Page cache of one file: cachestat(2) (6.5+), else fincore, else vmtouch.
+
+class _CachestatRange(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cachestat(ctypes.Structure):
+    _fields_ = [("nr_cache", ctypes.c_uint64), ("nr_dirty", ctypes.c_uint64),
+                ("nr_writeback", ctypes.c_uint64), ("nr_evicted", ctypes.c_uint64),
+                ("nr_recently_evicted", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+SYS_cachestat = 451   # same number on every architecture
+PAGE = os.sysconf("SC_PAGE_SIZE")
+_have_cachestat = True
+
+
+def cached_bytes(path):
+    """Bytes of `path` in the page cache (all cgroups)."""
+    global _have_cachestat
+    if _have_cachestat:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            rng, cs = _CachestatRange(0, 0), _Cachestat()
+            r = _libc.syscall(ctypes.c_long(SYS_cachestat), ctypes.c_int(fd),
+                              ctypes.byref(rng), ctypes.byref(cs), ctypes.c_uint(0))
+            if r == 0:
+                return cs.nr_cache * PAGE
+            if ctypes.get_errno() != errno.ENOSYS:
+                raise OSError(ctypes.get_errno(), "cachestat")
+            _have_cachestat = False
+        finally:
+            os.close(fd)
+    if shutil.which("fincore"):
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "-o", "RES", path],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split()[0])
+    out = subprocess.run(["vmtouch", "-f", path], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Resident Pages:\s+(\d+)/", out)
+    return int(m.group(1)) * PAGE
+
+
+def evict(path, tries=5):
+    """Drop `path` from the page cache; returns what is left."""
+    left = None
+    for _ in range(tries):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)          # dirty pages can't be dropped
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        left = cached_bytes(path)
+        if left == 0:
+            break
+        time.sleep(0.2)
+    return left
+
+
+# --------------------------------------------------------------------------
+# Memory cgroup: v1 (memory.limit_in_bytes, memory.stat cache) or v2
+# (memory.max, memory.stat file), created under our own cgroup.
+
+class Cgroup:
+    def __init__(self, name, limit, parent=None):
+        self.version, base = self._detect(parent)
+        self.path = os.path.join(base, name)
+        self.limit = limit
+        os.makedirs(self.path, exist_ok=True)
+        if self.version == 1:
+            self._write("memory.limit_in_bytes", str(limit))
+        else:
+            # The memory controller must be enabled in the parent's subtree.
+            # That fails (EBUSY) when the parent itself holds processes: run
+            # from a delegated cgroup, or pass --cgroup-parent.
+            try:
+                with open(os.path.join(base, "cgroup.subtree_control"), "w") as f:
+                    f.write("+memory")
+            except OSError as e:
+                if not os.path.exists(os.path.join(self.path, "memory.max")):
+                    raise SystemExit("cannot enable the memory controller under %s (%s); "
+                                     "use --cgroup-parent with a delegated cgroup" % (base, e))
+            self._write("memory.max", str(limit))
+
+    @staticmethod
+    def _detect(parent):
+        lines = open("/proc/self/cgroup").read().splitlines()
+        v1 = [l.split(":", 2)[2] for l in lines if l.split(":")[1].split(",").count("memory")]
+        v2 = [l.split(":", 2)[2] for l in lines if l.startswith("0::")]
+        if parent:
+            if os.path.exists(os.path.join(parent, "memory.limit_in_bytes")):
+                return 1, parent
+            return 2, parent
+        if v1 and os.path.isdir("/sys/fs/cgroup/memory" + v1[0]):
+            return 1, "/sys/fs/cgroup/memory" + v1[0].rstrip("/")
+        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+            if v2 and os.path.exists(os.path.join(root, "cgroup.controllers")):
+                ctl = open(os.path.join(root, "cgroup.controllers")).read().split()
+                if "memory" in ctl:
+                    return 2, root + v2[0].rstrip("/")
+        raise SystemExit("no memory cgroup controller found (v1 or v2)")
+
+    def _write(self, fname, value):
+        with open(os.path.join(self.path, fname), "w") as f:
+            f.write(value)
+
+    def enter(self, pid=None):
+        """Move pid (default: the calling process) into the cgroup."""
+        self._write("cgroup.procs", str(pid or os.getpid()))
+
+    def stat(self):
+        out = {}
+        for line in open(os.path.join(self.path, "memory.stat")):
+            k, v = line.split()
+            out[k] = int(v)
+        return out
+
+    def cache(self):
+        """Page cache charged to the cgroup (v1 total_cache, v2 file)."""
+        s = self.stat()
+        if self.version == 1:
+            return s.get("total_cache", s.get("cache", 0))
+        return s.get("file", 0)
+
+    def reset_peak(self):
+        try:
+            self._write("memory.max_usage_in_bytes" if self.version == 1 else "memory.peak", "0")
+        except OSError:
+            pass
+
+    def peak(self):
+        for f in ("memory.max_usage_in_bytes", "memory.peak"):
+            p = os.path.join(self.path, f)
+            if os.path.exists(p):
+                try:
+                    return int(open(p).read().split()[0])
+                except (OSError, ValueError):
+                    pass
+        return None
+
+    def pids(self):
+        try:
+            return [int(x) for x in open(os.path.join(self.path, "cgroup.procs")).read().split()]
+        except OSError:
+            return []
+
+    def destroy(self):
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+        log("could not remove cgroup %s" % self.path)
+
+
+# --------------------------------------------------------------------------
+# Streamer kinds.  Each returns the argv for one pass over the file; the
+# phase runs it --passes times back to back.  `ref` kinds are references
+# with their own page-cache policy and are run only in the "kernel" variant.
+
+def stream_fio_mmap(a, f, logp):
+    # The issue's streamer: fio's mmap engine, madvise(MADV_SEQUENTIAL) via
+    # --fadvise_hint=1; the default bs (4k) unless --stream-bs.
+    return (["fio", "--name=stream", "--ioengine=mmap", "--rw=read", "--fadvise_hint=1",
+             "--bs=%s" % a.stream_bs, "--filename=%s" % f, "--size=%d" % a.stream_size,
+             "--output-format=json", "--output=%s" % logp + ".json"], None)
+
+
+def stream_cat(a, f, logp):
+    return (["cat", f], None)             # read() 128 KiB, posix_fadvise(SEQUENTIAL)
+
+
+def stream_cp(a, f, logp):
+    return (["cp", f, "/dev/null"], None)  # copy_file_range fails, then read()
+
+
+def stream_dd_nocache(a, f, logp):
+    return (["dd", "if=%s" % f, "iflag=nocache", "bs=4M", "of=/dev/null", "status=none"], None)
+
+
+def stream_odirect(a, f, logp):
+    # Ceiling: the same sequential read with O_DIRECT takes no page cache at
+    # all, so what the victim loses here is CPU / disk contention, not cache.
+    return (["fio", "--name=stream", "--ioengine=psync", "--rw=read", "--direct=1", "--bs=1M",
+             "--filename=%s" % f, "--size=%d" % a.stream_size,
+             "--output-format=json", "--output=%s" % logp + ".json"], None)
+
+
+STREAMERS = {
+    # name: (argv builder, is reference, label)
+    "fio-mmap": (stream_fio_mmap, False, "fio mmap+MADV_SEQUENTIAL"),
+    "cat": (stream_cat, False, "cat (read)"),
+    "cp": (stream_cp, False, "cp (read)"),
+    "dd-nocache": (stream_dd_nocache, True, "dd iflag=nocache bs=4M"),
+    "odirect": (stream_odirect, True, "fio O_DIRECT (no cache)"),
+}
+
+
+# --------------------------------------------------------------------------
+# Variants: how the streamer runs.  Each returns (argv, env, skip_reason).
+
+def variant_kernel(a, argv, env, logp):
+    return argv, env, None
+
+
+def variant_shim(a, argv, env, logp):
+    if not a.lib or not os.path.exists(a.lib):
+        return None, None, "shim not built (%s)" % (a.lib or "--lib")
+    env = dict(env)
+    env["LD_PRELOAD"] = a.lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["MADVSEQ_STATS"] = logp + ".madvseq-stats"
+    if a.mode:
+        env["MADVSEQ_MODE"] = a.mode
+    if a.lag:
+        env["MADVSEQ_LAG"] = a.lag
+    for kv in a.shim_env:
+        k, _, v = kv.partition("=")
+        env[k] = v
+    return argv, env, None
+
+
+def variant_nocache(a, argv, env, logp):
+    if not shutil.which("nocache"):
+        return None, None, "nocache not installed"
+    return ["nocache"] + argv, env, None
+
+
+def variant_daemon(a, argv, env, logp):
+    """Row "daemon does the work": the streamer runs under the shim, a madvseqd
+    in the benchmark cgroup's scope takes over dropping.  Hook: start the daemon
+    in start_daemon(), then run like variant_shim."""
+    if not a.daemon or not os.path.exists(a.daemon):
+        return None, None, "no daemon (--daemon)"
+    argv, env, why = variant_shim(a, argv, env, logp)
+    return argv, env, why or "daemon rows not wired yet"
+
+
+def variant_discovery(a, argv, env, logp):
+    """Row "static streamer under daemon discovery": no shim in the streamer;
+    the daemon finds its MADV_SEQUENTIAL VMA (VmFlags 'sr') in smaps."""
+    if not a.daemon or not os.path.exists(a.daemon):
+        return None, None, "no daemon (--daemon)"
+    return argv, env, "discovery rows not wired yet"
+
+
+def start_daemon(a, cg, logdir):
+    """Hook for the daemon rows: start madvseqd for the phase, return a handle
+    to stop it (stop_daemon).  The daemon doesn't exist yet."""
+    return None
+
+
+def stop_daemon(handle):
+    pass
+
+
+VARIANTS = {
+    "kernel": (variant_kernel, "kernel"),
+    "shim": (variant_shim, "libmadvseq"),
+    "nocache": (variant_nocache, "nocache"),
+    "daemon": (variant_daemon, "madvseqd"),
+    "discovery": (variant_discovery, "madvseqd discovery"),
+}
+
+
+# --------------------------------------------------------------------------
+
+def fio_json(path):
+    """fio writes 'fio: terminating on signal 2' before the JSON when stopped."""
+    s = open(path).read()
+    i = s.find("{")
+    j = json.loads(s[i:])
+    return j["jobs"][0]
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.procs = []
+        self.cg = None
+        self.results = []         # one dict per phase run
+
+    # -- files
+    def make_file(self, path, size):
+        if os.path.exists(path) and os.path.getsize(path) == size:
+            log("reusing %s" % path)
+            return
+        log("writing %s (%s of data)" % (path, fmt_bytes(size)))
+        # Real (random) data, not fallocate: reads must hit the disk.
+        subprocess.run(["fio", "--name=mkfile", "--rw=write", "--bs=1M", "--size=%d" % size,
+                        "--filename=%s" % path, "--refill_buffers", "--end_fsync=1",
+                        "--output=/dev/null"], check=True)
+        evict(path)
+
+    # -- processes in the cgroup
+    def spawn(self, argv, env=None, stdout=None, stderr=None):
+        cg = self.cg
+
+        def pre():
+            cg.enter()
+        p = subprocess.Popen(argv, env=env, stdout=stdout or subprocess.DEVNULL,
+                             stderr=stderr, preexec_fn=pre)
+        self.procs.append(p)
+        return p
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except Exception:
+                pass
+        self.procs = []
+
+    def prepare(self):
+        a = self.a
+        left = evict(a.stream_file)
+        if left:
+            log("warning: %s of the streamer file still cached after eviction" % fmt_bytes(left))
+        evict(a.victim_file)
+        if shutil.which("vmtouch"):
+            warm = ["vmtouch", "-qt", a.victim_file]
+        else:
+            warm = ["dd", "if=%s" % a.victim_file, "of=/dev/null", "bs=1M", "status=none"]
+        p = self.spawn(warm)
+        p.wait()
+        self.procs.remove(p)
+        c = cached_bytes(a.victim_file)
+        if c < a.victim_size * 0.99:
+            log("warning: victim file only %s cached after warm-up" % fmt_bytes(c))
+        self.cg.reset_peak()
+
+    def victim_argv(self, out, runtime):
+        return ["fio", "--name=victim", "--ioengine=psync", "--rw=randread", "--bs=4k",
+                "--filename=%s" % self.a.victim_file, "--size=%d" % self.a.victim_size,
+                "--invalidate=0",              # default 1 would drop the warm cache
+                "--norandommap", "--randrepeat=0",
+                "--time_based", "--runtime=%d" % runtime,
+                "--output-format=json", "--output=%s" % out]
+
+    def run_phase(self, kind, variant, rep):
+        a = self.a
+        name = "alone" if kind is None else "%s/%s" % (kind, variant)
+        tag = "%s-%s-r%d" % (kind or "alone", variant or "", rep)
+        logp = os.path.join(a.log_dir, tag)
+        res = {"config": name, "kind": kind, "variant": variant, "rep": rep}
+        env = dict(os.environ)
+        argv = None
+        if kind is not None:
+            argv, _ = STREAMERS[kind][0](a, a.stream_file, logp)
+            argv, env, why = VARIANTS[variant][0](a, argv, env, logp)
+            if why:
+                res["skip"] = why
+                self.results.append(res)
+                return res
+        self.prepare()
+        log("phase %s (rep %d)" % (name, rep + 1))
+        vout = logp + ".victim.json"
+        dh = start_daemon(a, self.cg, a.log_dir) if variant in ("daemon", "discovery") else None
+        try:
+            if kind is None:
+                v = self.spawn(self.victim_argv(vout, a.alone_seconds))
+                v.wait(timeout=a.alone_seconds + 60)
+                sbytes = st = None
+                peak_s = vmin = None
+            else:
+                v = self.spawn(self.victim_argv(vout, a.timeout + 60))
+                errf = open(logp + ".stderr", "w")
+                t0 = time.monotonic()
+                peak_s = 0
+                vmin = a.victim_size
+                rc = 0
+                for _ in range(a.passes):
+                    s = self.spawn(argv, env=env, stderr=errf)
+                    while s.poll() is None:
+                        time.sleep(0.1)
+                        peak_s = max(peak_s, cached_bytes(a.stream_file))
+                        vmin = min(vmin, cached_bytes(a.victim_file))
+                        if time.monotonic() - t0 > a.timeout:
+                            s.kill()
+                            res["error"] = "streamer timed out after %ds" % a.timeout
+                    rc = rc or s.returncode
+                    if res.get("error"):
+                        break
+                st = time.monotonic() - t0
+                errf.close()
+                if rc:
+                    res["error"] = "streamer exit %d (see %s.stderr)" % (rc, logp)
+                sbytes = a.stream_size * a.passes
+                v.send_signal(signal.SIGINT)
+                v.wait(timeout=60)
+        finally:
+            stop_daemon(dh)
+            self.kill_all()
+        job = fio_json(vout)
+        r = job["read"]
+        res.update({
+            "victim_iops": r["iops"],
+            "victim_p99_us": r["clat_ns"]["percentile"]["99.000000"] / 1000.0,
+            "victim_runtime_s": r["runtime"] / 1000.0,
+            "stream_s": st,
+            "stream_mbs": (sbytes / st / 1e6) if st else None,
+            "cg_cache_end": self.cg.cache(),
+            "cg_peak": self.cg.peak(),
+            "stream_cached_end": cached_bytes(a.stream_file),
+            "stream_cached_peak": peak_s,
+            "victim_cached_end": cached_bytes(a.victim_file),
+            "victim_cached_min": vmin,
+            "victim_p999_us": r["clat_ns"]["percentile"]["99.900000"] / 1000.0,
+            "victim_cpu_pct": job["usr_cpu"] + job["sys_cpu"],
+        })
+        if res["stream_cached_peak"] is not None:
+            res["stream_cached_peak"] = max(res["stream_cached_peak"], res["stream_cached_end"])
+        stats = logp + ".madvseq-stats"
+        if os.path.exists(stats):
+            res["shim_stats"] = open(stats).read().strip()[:2000]
+        log("  victim %.0f IOPS p99 %.1fus%s; cgroup cache %s, streamer file cached %s (peak %s)" % (
+            res["victim_iops"], res["victim_p99_us"],
+            "" if st is None else ", streamer %.0f MB/s in %.1fs" % (res["stream_mbs"], st),
+            fmt_bytes(res["cg_cache_end"]), fmt_bytes(res["stream_cached_end"]),
+            fmt_bytes(res["stream_cached_peak"])))
+        self.results.append(res)
+        return res
+
+    # -- mmap_cost
+    def cost(self):
+        a = self.a
+        exe = a.mmap_cost
+        if not exe or not os.path.exists(exe):
+            exe = os.path.join(a.log_dir, "mmap_cost")
+            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-o", exe,
+                            os.path.join(HERE, "mmap_cost.c")], check=True)
+        dat = os.path.join(a.data_dir, "mmap_cost.dat")
+        have_lib = a.lib and os.path.exists(a.lib)
+        sides = ["without", "with"] if have_lib else ["without"]
+        times = {s: {} for s in sides}
+        log("mmap_cost: %d interleaved runs%s" % (a.cost_runs, "" if have_lib else " (no shim: baseline only)"))
+        for i in range(a.cost_runs):
+            for s in (sides if i % 2 == 0 else sides[::-1]):
+                env = dict(os.environ)
+                if s == "with":
+                    env["LD_PRELOAD"] = a.lib
+                out = subprocess.run([exe, "-n", str(a.cost_n), dat], env=env, capture_output=True,
+                                     text=True, check=True).stdout
+                for line in out.splitlines():
+                    t, ns, _ = line.split()
+                    times[s].setdefault(t, []).append(float(ns))
+        rows = []
+        for t in times["without"]:
+            w0 = times["without"][t]
+            row = {"test": t, "without_med": statistics.median(w0), "without_min": min(w0)}
+            if have_lib:
+                w1 = times["with"][t]
+                row.update({"with_med": statistics.median(w1), "with_min": min(w1),
+                            "ratio_med": statistics.median(w1) / statistics.median(w0),
+                            "ratio_min": min(w1) / min(w0)})
+            rows.append(row)
+        # Instruction counts (user space only: syscalls themselves are not
+        # counted, so the ratio overstates; the per-call delta is the number).
+        if have_lib and a.callgrind and shutil.which("valgrind"):
+            n = 2000
+            for row in rows:
+                t = row["test"]
+                fn = {"anon": "bench_anon", "file": "bench_file", "read4k": "bench_read4k"}[t]
+                ir = {}
+                for s in sides:
+                    env = dict(os.environ)
+                    if s == "with":
+                        env["LD_PRELOAD"] = a.lib
+                    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                                        "--toggle-collect=" + fn, exe, "-n", str(n), "-t", t, dat],
+                                       env=env, capture_output=True, text=True)
+                    m = re.search(r"Collected\s*:\s*(\d+)", p.stderr)
+                    ir[s] = int(m.group(1)) / (n * (4 if t == "read4k" else 1)) if m else None
+                if ir.get("with") and ir.get("without"):
+                    row.update({"ir_without": ir["without"], "ir_with": ir["with"]})
+        self.cost_rows = rows
+        return rows
+
+
+# --------------------------------------------------------------------------
+# Report
+
+TARGETS = {
+    "victim_vs_alone": 0.97,
+    "stream_vs_kernel": 0.98,
+    "stream_cached_max": 64 * MiB,
+    "mmap_cost": 1.05,
+    "read_cost": 1.03,
+}
+
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def report(b):
+    a = b.a
+    rows = {}
+    order = []
+    for r in b.results:
+        key = r["config"]
+        if key not in rows:
+            rows[key] = []
+            order.append(key)
+        rows[key].append(r)
+
+    def agg(key, field, fn=med):
+        rs = [r for r in rows.get(key, []) if "skip" not in r and field in r]
+        return fn([r[field] for r in rs]) if rs else None
+
+    alone = agg("alone", "victim_iops")
+    out = []
+    P = out.append
+    P("")
+    P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread, "
+      "streamer %s x%d pass(es), %d rep(s), medians" % (
+          b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
+          fmt_bytes(a.stream_size), a.passes, a.reps))
+    fmt = "%-38s %9s %7s %7s %8s %7s %6s %8s %9s %9s %9s"
+    hdr = fmt % ("configuration", "victim", "x alone", "p99", "p99.9", "strm", "x kern",
+                 "cg cache", "strm file", "strm file", "victim")
+    hdr2 = fmt % ("", "IOPS", "", "us", "us", "MB/s", "", "at end", "at end", "peak",
+                  "res. min")
+    P(hdr)
+    P(hdr2)
+    P("-" * len(hdr))
+    for key in order:
+        rs = rows[key]
+        r0 = rs[0]
+        if r0["kind"] is None:
+            label = "victim alone"
+        else:
+            sl = STREAMERS[r0["kind"]][2]
+            label = "%s + %s" % (sl, VARIANTS[r0["variant"]][1]) if not STREAMERS[r0["kind"]][1] \
+                else "%s (reference)" % sl
+        skips = [r.get("skip") for r in rs if r.get("skip")]
+        if skips:
+            P("%-38s  skipped: %s" % (label[:38], skips[0]))
+            continue
+        errs = [r["error"] for r in rs if r.get("error")]
+        iops = agg(key, "victim_iops")
+        p99 = agg(key, "victim_p99_us")
+        mbs = agg(key, "stream_mbs")
+        kern = agg("%s/kernel" % r0["kind"], "stream_mbs") if r0["kind"] else None
+        vres = agg(key, "victim_cached_end")
+        vmin = agg(key, "victim_cached_min", min)
+        if vmin is None:
+            vmin = agg(key, "victim_cached_end", min)
+        P(fmt % (
+            label[:38], "%.0f" % iops,
+            "%.3f" % (iops / alone) if alone else "-",
+            "%.1f" % p99, "%.0f" % agg(key, "victim_p999_us"),
+            "%.0f" % mbs if mbs else "-",
+            "%.3f" % (mbs / kern) if (mbs and kern) else "-",
+            fmt_bytes(agg(key, "cg_cache_end", max)),
+            fmt_bytes(agg(key, "stream_cached_end", max)),
+            fmt_bytes(agg(key, "stream_cached_peak", max)),
+            "%.0f%%" % (100.0 * vmin / a.victim_size) if vmin is not None else "-"))
+        if len(rs) > 1:
+            vals = sorted(r["victim_iops"] for r in rs if "victim_iops" in r)
+            P("%-38s %9s" % ("  range over reps", "%.0f-%.0f" % (vals[0], vals[-1])))
+        for e in errs:
+            P("%-38s  error: %s" % ("", e))
+    P("")
+
+    # Targets
+    verdicts = []
+    for key in order:
+        r0 = rows[key][0]
+        if r0["kind"] is None or r0["variant"] != "shim" or any(r.get("skip") for r in rows[key]):
+            continue
+        k = r0["kind"]
+        iops = agg(key, "victim_iops")
+        if alone:
+            x = iops / alone
+            verdicts.append((x >= TARGETS["victim_vs_alone"],
+                             "%s: victim IOPS under libmadvseq / alone = %.3f (target >= %.2f)" % (
+                                 k, x, TARGETS["victim_vs_alone"])))
+        mbs, kern = agg(key, "stream_mbs"), agg("%s/kernel" % k, "stream_mbs")
+        if mbs and kern:
+            x = mbs / kern
+            verdicts.append((x >= TARGETS["stream_vs_kernel"],
+                             "%s: streamer MB/s under libmadvseq / kernel alone = %.3f (target >= %.2f)" % (
+                                 k, x, TARGETS["stream_vs_kernel"])))
+        end = agg(key, "stream_cached_end", max)
+        peak = agg(key, "stream_cached_peak", max)
+        verdicts.append((end <= TARGETS["stream_cached_max"],
+                         "%s: streamer's page cache at end = %s (target <= 64M)" % (k, fmt_bytes(end))))
+        verdicts.append((peak <= TARGETS["stream_cached_max"],
+                         "%s: streamer's page cache, peak while streaming = %s (target <= 64M)" % (
+                             k, fmt_bytes(peak))))
+    for row in getattr(b, "cost_rows", []):
+        if "ratio_med" not in row:
+            continue
+        tgt = TARGETS["read_cost"] if row["test"] == "read4k" else TARGETS["mmap_cost"]
+        what = "4 KiB read() of cached data" if row["test"] == "read4k" else \
+            "untracked %s mmap+munmap" % row["test"]
+        verdicts.append((row["ratio_med"] <= tgt,
+                         "%s with/without shim = %.3f by medians, %.3f by mins (target <= %.2f)" % (
+                             what, row["ratio_med"], row["ratio_min"], tgt)))
+
+    cost_rows = getattr(b, "cost_rows", [])
+    if cost_rows:
+        P("per-call cost (ns/call, %d interleaved runs of %d calls; read4k x4)" % (a.cost_runs, a.cost_n))
+        P("%-8s %12s %12s %12s %12s %8s %8s %11s %11s" % (
+            "test", "without med", "with med", "without min", "with min", "x med", "x min",
+            "Ir/call w/o", "Ir/call w/"))
+        for row in cost_rows:
+            P("%-8s %12.1f %12s %12.1f %12s %8s %8s %11s %11s" % (
+                row["test"], row["without_med"],
+                "%.1f" % row["with_med"] if "with_med" in row else "-",
+                row["without_min"],
+                "%.1f" % row["with_min"] if "with_min" in row else "-",
+                "%.3f" % row["ratio_med"] if "ratio_med" in row else "-",
+                "%.3f" % row["ratio_min"] if "ratio_min" in row else "-",
+                "%.0f" % row["ir_without"] if "ir_without" in row else "-",
+                "%.0f" % row["ir_with"] if "ir_with" in row else "-"))
+        P("")
+    for ok, text in verdicts:
+        P("%s  %s" % ("PASS" if ok else "MISS", text))
+    if not verdicts:
+        P("(no libmadvseq rows measured: no targets to check)")
+    print("\n".join(out), flush=True)
+    return out
+
+
+# --------------------------------------------------------------------------
+
+def default_dir():
+    t = os.environ.get("TMPDIR")
+    if t and os.path.isdir(t):
+        fs = subprocess.run(["stat", "-f", "-c", "%T", t], capture_output=True, text=True).stdout.strip()
+        if fs not in ("tmpfs", "ramfs"):
+            return t
+    return os.path.join(REPO, "build-bench")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="short run for the demo: 1 rep, 1 pass, 5 s alone, kernel+shim only")
+    ap.add_argument("--streamers", default="fio-mmap",
+                    help="comma list of %s, or 'all' (default fio-mmap)" % ",".join(STREAMERS))
+    ap.add_argument("--variants", default="kernel,shim,nocache",
+                    help="comma list of %s (default kernel,shim,nocache)" % ",".join(VARIANTS))
+    ap.add_argument("--reps", type=int, default=None, help="repetitions, interleaved (default 3; quick 1)")
+    ap.add_argument("--passes", type=int, default=None,
+                    help="times the streamer reads its whole file per phase (default 2; quick 1)")
+    ap.add_argument("--alone-seconds", type=int, default=None, help="victim-alone phase (default 10; quick 5)")
+    ap.add_argument("--timeout", type=int, default=600, help="max seconds for one streamer phase")
+    ap.add_argument("--limit", type=parse_size, default=GiB, help="cgroup memory limit (1G)")
+    ap.add_argument("--victim-size", type=parse_size, default=512 * MiB)
+    ap.add_argument("--stream-size", type=parse_size, default=4 * GiB)
+    ap.add_argument("--stream-bs", default="4k", help="fio streamer block size (fio default 4k)")
+    ap.add_argument("--lib", default=os.path.join(REPO, "build-bench", "preload", "libmadvseq.so"),
+                    help="libmadvseq.so to preload (default build-bench/preload/libmadvseq.so)")
+    ap.add_argument("--mode", help="MADVSEQ_MODE for the shim rows (default: the shim's)")
+    ap.add_argument("--lag", help="MADVSEQ_LAG for the shim rows (default: the shim's)")
+    ap.add_argument("--shim-env", action="append", default=[], metavar="K=V",
+                    help="extra environment for the shim rows (repeatable)")
+    ap.add_argument("--daemon", help="madvseqd binary, for the daemon/discovery rows")
+    ap.add_argument("--dir", default=None, help="directory on a disk filesystem for the data files "
+                    "(default $TMPDIR if on disk, else build-bench/)")
+    ap.add_argument("--keep", action="store_true", help="keep (and reuse) the data files")
+    ap.add_argument("--log-dir", help="keep fio JSON, stderr and shim stats here")
+    ap.add_argument("--json", help="write all raw results to this file")
+    ap.add_argument("--cgroup-parent", help="create the benchmark cgroup under this cgroup directory")
+    ap.add_argument("--no-cost", action="store_true", help="skip the mmap_cost comparison")
+    ap.add_argument("--cost-only", action="store_true", help="only the mmap_cost comparison")
+    ap.add_argument("--cost-runs", type=int, default=None, help="interleaved runs (default 9; quick 3)")
+    ap.add_argument("--cost-n", type=int, default=100000, help="calls per run")
+    ap.add_argument("--no-callgrind", dest="callgrind", action="store_false")
+    ap.add_argument("--mmap-cost", default=None, help="mmap_cost binary (default: next to --lib's "
+                    "build dir, else compiled with cc)")
+    a = ap.parse_args()
+
+    q = a.quick
+    a.reps = a.reps or (1 if q else 3)
+    a.passes = a.passes or (1 if q else 2)
+    a.alone_seconds = a.alone_seconds or (5 if q else 10)
+    a.cost_runs = a.cost_runs or (3 if q else 9)
+    if q and a.variants == "kernel,shim,nocache":
+        a.variants = "kernel,shim"
+    kinds = list(STREAMERS) if a.streamers == "all" else [k for k in a.streamers.split(",") if k]
+    variants = [v for v in a.variants.split(",") if v]
+    for k in kinds:
+        if k not in STREAMERS:
+            ap.error("unknown streamer %r" % k)
+    for v in variants:
+        if v not in VARIANTS:
+            ap.error("unknown variant %r" % v)
+    if os.geteuid() != 0:
+        log("warning: not root; cgroup creation and eviction checks may fail")
+    if a.lib:
+        a.lib = os.path.abspath(a.lib)
+    if a.mmap_cost is None and a.lib:
+        cand = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "tests", "bench", "mmap_cost")
+        a.mmap_cost = cand if os.path.exists(cand) else None
+
+    base = os.path.abspath(a.dir or default_dir())
+    os.makedirs(base, exist_ok=True)
+    a.data_dir = os.path.join(base, "madvseq-bench-data" if a.keep else "madvseq-bench-%d" % os.getpid())
+    os.makedirs(a.data_dir, exist_ok=True)
+    own_logs = a.log_dir is None
+    a.log_dir = os.path.abspath(a.log_dir or os.path.join(a.data_dir, "logs"))
+    os.makedirs(a.log_dir, exist_ok=True)
+    a.victim_file = os.path.join(a.data_dir, "victim.dat")
+    a.stream_file = os.path.join(a.data_dir, "stream.dat")
+    missing = [t for t in ("fio",) if not shutil.which(t)]
+    if missing:
+        raise SystemExit("missing: %s (apt-get install -y %s)" % (" ".join(missing), " ".join(missing)))
+
+    b = Bench(a)
+
+    def on_signal(sig, frame):
+        raise KeyboardInterrupt("signal %d" % sig)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    rc = 0
+    try:
+        if not a.cost_only:
+            b.cg = Cgroup("madvseq-bench-%d" % os.getpid(), a.limit, a.cgroup_parent)
+            log("cgroup v%d %s, limit %s; data in %s" % (b.cg.version, b.cg.path, fmt_bytes(a.limit), a.data_dir))
+            b.make_file(a.victim_file, a.victim_size)
+            b.make_file(a.stream_file, a.stream_size)
+            for rep in range(a.reps):
+                b.run_phase(None, None, rep)
+                for k in kinds:
+                    vs = ["kernel"] if STREAMERS[k][1] else variants
+                    for v in vs:
+                        b.run_phase(k, v, rep)
+        if not a.no_cost:
+            b.cost()
+        report(b)
+    except KeyboardInterrupt:
+        log("interrupted; cleaning up")
+        rc = 130
+    finally:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        b.kill_all()
+        if b.cg:
+            b.cg.destroy()
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"results": b.results, "cost": getattr(b, "cost_rows", [])}, f, indent=1)
+        if not a.keep:
+            for fn in (a.victim_file, a.stream_file, os.path.join(a.data_dir, "mmap_cost.dat")):
+                try:
+                    os.unlink(fn)
+                except FileNotFoundError:
+                    pass
+            if own_logs:
+                shutil.rmtree(a.log_dir, ignore_errors=True)
+            try:
+                os.rmdir(a.data_dir)
+            except OSError:
+                pass
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
