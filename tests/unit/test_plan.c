@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "check.h"
+#include "plan.h"
+
+#define M (UINT64_C(1) << 20)
+#define BASE (UINT64_C(0x7f0000000000)) /* 2 MiB aligned */
+
+static struct msq_extents run(uint64_t a, uint64_t b)
+{
+	struct msq_extents e = MSQ_EXTENTS_INIT;
+
+	msq_extents_add(&e, a, b);
+	return e;
+}
+
+int main(void)
+{
+	struct msq_extents present = MSQ_EXTENTS_INIT, drop = MSQ_EXTENTS_INIT, keep = MSQ_EXTENTS_INIT;
+	struct msq_plan_in in = { .present = &present, .start = BASE, .end = BASE + 1024 * M,
+				  .file_off = 0, .lag = 16 * M };
+
+	/* One reader at 100 MiB, pages present from 0: drop [0, 84M). */
+	present = run(BASE, BASE + 100 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.n, 1);
+	CHECK_EQ(drop.v[0].start, BASE);
+	CHECK_EQ(drop.v[0].end, BASE + 84 * M);
+
+	/* Cursor not on a chunk boundary: round the drop end down. */
+	msq_extents_free(&present);
+	msq_extents_clear(&drop);
+	present = run(BASE + 70 * M, BASE + 101 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.v[0].start, BASE + 70 * M);
+	CHECK_EQ(drop.v[0].end, BASE + 84 * M);
+
+	/* Within the lag: nothing. */
+	msq_extents_free(&present);
+	msq_extents_clear(&drop);
+	present = run(BASE + 90 * M, BASE + 101 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.n, 0);
+
+	/* Two readers, each keeps its own lag. */
+	msq_extents_add(&present, BASE + 400 * M, BASE + 500 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.n, 1);
+	CHECK_EQ(drop.v[0].start, BASE + 400 * M);
+	CHECK_EQ(drop.v[0].end, BASE + 484 * M);
+
+	/* Strong references are never planned. */
+	msq_extents_clear(&drop);
+	msq_extents_add(&keep, BASE + 410 * M, BASE + 411 * M);
+	in.keep = &keep;
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.n, 2);
+	CHECK_EQ(drop.v[0].end, BASE + 410 * M);
+	CHECK_EQ(drop.v[1].start, BASE + 411 * M);
+	in.keep = NULL;
+
+	/* Chunks follow file offsets: a mapping at file offset 1 MiB. */
+	msq_extents_free(&present);
+	msq_extents_clear(&drop);
+	in.file_off = 1 * M;
+	present = run(BASE, BASE + 40 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.v[0].start, BASE);
+	CHECK_EQ(drop.v[0].end, BASE + 23 * M); /* file offset 24M: chunk boundary */
+	CHECK_EQ(msq_chunk_floor(BASE + 6 * M, BASE, 1 * M), BASE + 5 * M); /* file offset 6M */
+
+	/* Flush: everything present, whole chunks, clipped to the region. */
+	msq_extents_clear(&drop);
+	in.file_off = 0;
+	in.flush = true;
+	in.end = BASE + 39 * M;
+	msq_extents_free(&present);
+	present = run(BASE + 30 * M + 4096, BASE + 39 * M);
+	CHECK(msq_plan(&in, &drop) == 0);
+	CHECK_EQ(drop.v[0].start, BASE + 30 * M);
+	CHECK_EQ(drop.v[0].end, BASE + 39 * M);
+
+	msq_extents_free(&present);
+	msq_extents_free(&drop);
+	msq_extents_free(&keep);
+	CHECK_DONE();
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One engine cycle against the real kernel: what lies behind the reader
+ * leaves the page cache; pages cached before, and pages another process
+ * maps, stay. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "stream.h"
+#include "sys.h"
+
+#define M (UINT64_C(1) << 20)
+#define SIZE (64 * M)
+
+/* Bytes of [off, off+len) of fd in the page cache. */
+static uint64_t cached(int fd, uint64_t off, uint64_t len)
+{
+	struct msq_cachestat_range r = { off, len };
+	struct msq_cachestat cs;
+
+	if (msq_cachestat(fd, &r, &cs) < 0) {
+		perror("cachestat");
+		exit(77);
+	}
+	return cs.nr_cache * 4096;
+}
+
+static void touch(const unsigned char *p, uint64_t from, uint64_t to)
+{
+	volatile unsigned sum = 0;
+
+	for (uint64_t i = from; i < to; i += 4096)
+		sum += p[i];
+	(void)sum;
+}
+
+int main(void)
+{
+	char path[] = "stream-test-XXXXXX";
+	struct msq_engine e;
+	struct msq_stream s;
+	unsigned char *p, *buf = malloc(M);
+	int fd = mkstemp(path), up[2], down[2];
+	pid_t child;
+	int64_t d;
+
+	CHECK(fd >= 0 && buf);
+	memset(buf, 0x5a, M);
+	for (int i = 0; i < 64; i++)
+		CHECK(write(fd, buf, M) == (ssize_t)M);
+	fsync(fd);
+	posix_fadvise(fd, 0, SIZE, POSIX_FADV_DONTNEED);
+	if (cached(fd, 0, SIZE) > 4 * M) {
+		printf("cannot evict the test file; skipping\n");
+		unlink(path);
+		return 77;
+	}
+	/* Cached before tracking: [40M, 44M). */
+	CHECK(pread(fd, buf, M, 40 * M) == (ssize_t)M);
+	for (int i = 1; i < 4; i++)
+		CHECK(pread(fd, buf, M, (40 + (uint64_t)i) * M) == (ssize_t)M);
+
+	p = mmap(NULL, SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED);
+	CHECK(madvise(p, SIZE, MADV_SEQUENTIAL) == 0);
+	msq_engine_init(&e, -1, 16 * M);
+	CHECK(msq_pagemap_open(&e.pm, "/proc", 0, 0) == 0);
+	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + SIZE, 0, 0, 0, path, true, false,
+			      MSQ_MODE_PAGEOUT, true) == 0);
+	CHECK(s.how == MSQ_DROP_PAGEOUT);
+	msq_extents_add(&s.precached, (uintptr_t)p + 40 * M, (uintptr_t)p + 44 * M);
+	s.precached_known = true;
+
+	/* Another process maps and holds [8M, 10M). */
+	CHECK(pipe(up) == 0 && pipe(down) == 0);
+	child = fork();
+	if (child == 0) {
+		char c;
+
+		touch(p, 8 * M, 10 * M);
+		if (write(up[1], "x", 1) != 1 || read(down[0], &c, 1) < 0) /* until the parent is done */
+			_exit(1);
+		_exit(0);
+	}
+	{
+		char c;
+
+		CHECK(read(up[0], &c, 1) == 1);
+	}
+
+	/* The reader is at 48M. */
+	touch(p, 0, 48 * M);
+	d = msq_stream_cycle(&e, &s, 1, false);
+	CHECK(d > 0);
+	/* Behind the lag (below 32M): gone, but for the other process's range. */
+	CHECK(cached(fd, 0, 8 * M) == 0);
+	CHECK_EQ(cached(fd, 8 * M, 2 * M), 2 * M);
+	CHECK(cached(fd, 10 * M, 22 * M) == 0);
+	/* Within the lag: still there.  Cached before: still there. */
+	CHECK_EQ(cached(fd, 32 * M, 8 * M), 8 * M);
+	CHECK_EQ(cached(fd, 40 * M, 4 * M), 4 * M);
+	CHECK_EQ(s.st.kept, 2 * M);
+	CHECK(s.kept.n == 1);
+
+	/* The reader finishes: a flush leaves only the strong references. */
+	touch(p, 48 * M, SIZE);
+	d = msq_stream_cycle(&e, &s, 2, true);
+	CHECK(d > 0);
+	CHECK_EQ(cached(fd, 0, SIZE), 2 * M + 4 * M);
+	CHECK_EQ(cached(fd, 8 * M, 2 * M), 2 * M);
+	CHECK_EQ(cached(fd, 40 * M, 4 * M), 4 * M);
+
+	/* Data still reads back intact. */
+	for (uint64_t i = 0; i < SIZE; i += 4096)
+		if (p[i] != 0x5a) {
+			CHECK(p[i] == 0x5a);
+			break;
+		}
+	CHECK(write(down[1], "x", 1) == 1);
+	kill(child, SIGTERM);
+	waitpid(child, NULL, 0);
+	msq_stream_free(&s);
+	msq_pagemap_close(&e.pm);
+	msq_engine_free(&e);
+	munmap(p, SIZE);
+	close(fd);
+	unlink(path);
+	free(buf);
+	CHECK_DONE();
+}
