@@ -17,6 +17,7 @@
 
 #define M (UINT64_C(1) << 20)
 #define SIZE (64 * M)
+#define FAULT_AROUND (64 * 1024)
 
 /* Bytes of [off, off+len) of fd in the page cache. */
 static uint64_t cached(int fd, uint64_t off, uint64_t len)
@@ -101,18 +102,19 @@ int main(void)
 	/* Behind the lag (below 32M): gone, but for the other process's range. */
 	CHECK(cached(fd, 0, 8 * M) == 0);
 	CHECK_EQ(cached(fd, 8 * M, 2 * M), 2 * M);
-	CHECK(cached(fd, 10 * M, 22 * M) == 0);
+	/* (fault-around may have mapped up to 64 KiB more into the other process) */
+	CHECK(cached(fd, 10 * M, 22 * M) <= FAULT_AROUND);
 	/* Within the lag: still there.  Cached before: still there. */
 	CHECK_EQ(cached(fd, 32 * M, 8 * M), 8 * M);
 	CHECK_EQ(cached(fd, 40 * M, 4 * M), 4 * M);
-	CHECK_EQ(s.st.kept, 2 * M);
-	CHECK(s.kept.n == 1);
+	CHECK(s.st.kept >= 2 * M && s.st.kept <= 2 * M + FAULT_AROUND);
+	CHECK(s.kept.n >= 1);
 
 	/* The reader finishes: a flush leaves only the strong references. */
 	touch(p, 48 * M, SIZE);
 	d = msq_stream_cycle(&e, &s, 2, true);
 	CHECK(d > 0);
-	CHECK_EQ(cached(fd, 0, SIZE), 2 * M + 4 * M);
+	CHECK(cached(fd, 0, SIZE) >= 2 * M + 4 * M && cached(fd, 0, SIZE) <= 6 * M + FAULT_AROUND);
 	CHECK_EQ(cached(fd, 8 * M, 2 * M), 2 * M);
 	CHECK_EQ(cached(fd, 40 * M, 4 * M), 4 * M);
 
