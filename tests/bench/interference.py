@@ -528,27 +528,42 @@ class Bench:
         dat = os.path.join(a.data_dir, "mmap_cost.dat")
         have_lib = a.lib and os.path.exists(a.lib)
         sides = ["without", "with"] if have_lib else ["without"]
+        # times[side][test][layout] = [ns per call, ...].  The kernel's own
+        # cost of an mmap/munmap pair depends on where the VMA lands in the
+        # maple tree, and any preloaded library moves that (see mmap_cost.c
+        # -v): runs cycle through --cost-layouts layouts, the same ones on
+        # both sides, so the ratio compares like with like.
         times = {s: {} for s in sides}
-        log("mmap_cost: %d interleaved runs%s" % (a.cost_runs, "" if have_lib else " (no shim: baseline only)"))
+        nl = max(1, a.cost_layouts)
+        log("mmap_cost: %d interleaved runs over %d VMA layouts%s" % (
+            a.cost_runs, nl, "" if have_lib else " (no shim: baseline only)"))
         for i in range(a.cost_runs):
+            v = i % nl
             for s in (sides if i % 2 == 0 else sides[::-1]):
                 env = dict(os.environ)
                 if s == "with":
                     env["LD_PRELOAD"] = a.lib
-                out = subprocess.run([exe, "-n", str(a.cost_n), dat], env=env, capture_output=True,
-                                     text=True, check=True).stdout
+                out = subprocess.run([exe, "-n", str(a.cost_n), "-v", str(v), dat], env=env,
+                                     capture_output=True, text=True, check=True).stdout
                 for line in out.splitlines():
                     t, ns, _ = line.split()
-                    times[s].setdefault(t, []).append(float(ns))
+                    times[s].setdefault(t, {}).setdefault(v, []).append(float(ns))
         rows = []
+
+        def flat(d):
+            return [x for xs in d.values() for x in xs]
         for t in times["without"]:
-            w0 = times["without"][t]
+            w0 = flat(times["without"][t])
             row = {"test": t, "without_med": statistics.median(w0), "without_min": min(w0)}
             if have_lib:
-                w1 = times["with"][t]
+                w1 = flat(times["with"][t])
                 row.update({"with_med": statistics.median(w1), "with_min": min(w1),
                             "ratio_med": statistics.median(w1) / statistics.median(w0),
-                            "ratio_min": min(w1) / min(w0)})
+                            "ratio_min": min(w1) / min(w0),
+                            "ratio_by_layout": {
+                                v: statistics.median(times["with"][t][v]) /
+                                statistics.median(times["without"][t][v])
+                                for v in times["without"][t]}})
             rows.append(row)
         # Instruction counts (user space only: syscalls themselves are not
         # counted, so the ratio overstates; the per-call delta is the number).
@@ -609,18 +624,20 @@ def report(b):
     out = []
     P = out.append
     P("")
-    P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread, "
-      "streamer %s x%d pass(es), %d rep(s), medians" % (
-          b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
-          fmt_bytes(a.stream_size), a.passes, a.reps))
+    if order:
+        P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread, "
+          "streamer %s x%d pass(es), %d rep(s), medians" % (
+              b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
+              fmt_bytes(a.stream_size), a.passes, a.reps))
     fmt = "%-38s %9s %7s %7s %8s %7s %6s %8s %9s %9s %9s"
     hdr = fmt % ("configuration", "victim", "x alone", "p99", "p99.9", "strm", "x kern",
                  "cg cache", "strm file", "strm file", "victim")
     hdr2 = fmt % ("", "IOPS", "", "us", "us", "MB/s", "", "at end", "at end", "peak",
                   "res. min")
-    P(hdr)
-    P(hdr2)
-    P("-" * len(hdr))
+    if order:
+        P(hdr)
+        P(hdr2)
+        P("-" * len(hdr))
     for key in order:
         rs = rows[key]
         r0 = rs[0]
@@ -698,7 +715,8 @@ def report(b):
 
     cost_rows = getattr(b, "cost_rows", [])
     if cost_rows:
-        P("per-call cost (ns/call, %d interleaved runs of %d calls; read4k x4)" % (a.cost_runs, a.cost_n))
+        P("per-call cost (ns/call, %d interleaved runs of %d calls over %d VMA layouts; read4k x4)" % (
+            a.cost_runs, a.cost_n, max(1, a.cost_layouts)))
         P("%-8s %12s %12s %12s %12s %8s %8s %11s %11s" % (
             "test", "without med", "with med", "without min", "with min", "x med", "x min",
             "Ir/call w/o", "Ir/call w/"))
@@ -712,6 +730,10 @@ def report(b):
                 "%.3f" % row["ratio_min"] if "ratio_min" in row else "-",
                 "%.0f" % row["ir_without"] if "ir_without" in row else "-",
                 "%.0f" % row["ir_with"] if "ir_with" in row else "-"))
+        for row in cost_rows:
+            if row.get("ratio_by_layout"):
+                P("  %-6s with/without by layout (-v K): %s" % (row["test"], " ".join(
+                    "%d:%.2f" % kv for kv in sorted(row["ratio_by_layout"].items()))))
         P("")
     for ok, text in verdicts:
         P("%s  %s" % ("PASS" if ok else "MISS", text))
@@ -767,6 +789,8 @@ def main():
     ap.add_argument("--cost-only", action="store_true", help="only the mmap_cost comparison")
     ap.add_argument("--cost-runs", type=int, default=None, help="interleaved runs (default 9; quick 3)")
     ap.add_argument("--cost-n", type=int, default=100000, help="calls per run")
+    ap.add_argument("--cost-layouts", type=int, default=8,
+                    help="VMA layouts to cycle through (mmap_cost -v 0..N-1; default 8)")
     ap.add_argument("--no-callgrind", dest="callgrind", action="store_false")
     ap.add_argument("--mmap-cost", default=None, help="mmap_cost binary (default: next to --lib's "
                     "build dir, else compiled with cc)")
@@ -776,7 +800,7 @@ def main():
     a.reps = a.reps or (1 if q else 3)
     a.passes = a.passes or (1 if q else 2)
     a.alone_seconds = a.alone_seconds or (5 if q else 10)
-    a.cost_runs = a.cost_runs or (3 if q else 9)
+    a.cost_runs = a.cost_runs or (8 if q else 16)
     if q and a.variants == "kernel,shim,nocache":
         a.variants = "kernel,shim"
     kinds = list(STREAMERS) if a.streamers == "all" else [k for k in a.streamers.split(",") if k]

@@ -15,7 +15,13 @@
  *   valgrind --tool=callgrind --toggle-collect=bench_anon ...
  * counts only the loop (instruction counts are immune to machine noise).
  *
- * Usage: mmap_cost [-n calls] [-l map_len] [-t anon,file,read4k] FILE
+ * -v K first creates K extra one-page VMAs (alternating protections, so they
+ * don't merge).  The kernel's cost of an mmap/munmap pair depends on where
+ * the new VMA lands in the maple tree (a store that spans two tree nodes
+ * rebalances): a preloaded library shifts that layout by itself.  Running
+ * over several K shows the layout effect apart from the wrappers' cost.
+ *
+ * Usage: mmap_cost [-n calls] [-l map_len] [-v K] [-t anon,file,read4k] FILE
  * FILE is created (1 MiB of data) if missing; it is read once first so its
  * pages are cached.  No dependency on the library.
  */
@@ -120,14 +126,16 @@ int main(int argc, char **argv)
 	long n = 200000;
 	size_t len = 1u << 20;
 	const char *tests = "anon,file,read4k";
+	long extra_vmas = 0;
 	int c;
-	while ((c = getopt(argc, argv, "n:l:t:")) != -1) {
+	while ((c = getopt(argc, argv, "n:l:t:v:")) != -1) {
 		switch (c) {
+		case 'v': extra_vmas = strtol(optarg, NULL, 0); break;
 		case 'n': n = strtol(optarg, NULL, 0); break;
 		case 'l': len = strtoul(optarg, NULL, 0); break;
 		case 't': tests = optarg; break;
 		default:
-			fprintf(stderr, "usage: mmap_cost [-n calls] [-l map_len] "
+			fprintf(stderr, "usage: mmap_cost [-n calls] [-l map_len] [-v K] "
 					"[-t anon,file,read4k] FILE\n");
 			return 2;
 		}
@@ -138,6 +146,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int fd = open_data(argv[optind]);
+	for (long i = 0; i < extra_vmas; i++)
+		if (mmap(NULL, 4096, (i & 1) ? PROT_NONE : PROT_READ,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			die("mmap extra vma");
 
 	/* Warm-up: fault in libc paths and the shim's lazy init, untimed. */
 	bench_anon(100, len);
