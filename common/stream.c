@@ -324,6 +324,8 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 		if ((rc = msq_extents_remove(&e->drop, lo, hi)) < 0)
 			goto fail;
 	}
+	if (e->filter && e->drop.n && (rc = e->filter(e, s, &e->drop, e->filter_arg)) < 0)
+		goto fail;
 	if ((rc = drop(e, s, now_ns, &dropped)) < 0)
 		goto fail;
 	s->st.dropped += dropped;

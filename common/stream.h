@@ -62,6 +62,12 @@ struct msq_engine {
 	uint64_t lag;
 	uint64_t kept_retry_ns;  /* how long kept pages are left alone */
 	struct msq_extents present, anon, drop, after;
+	/* Optional (the daemon's strong-reference check): called with the
+	 * planned drop set before acting; removes from it what must stay.
+	 * Returns 0 or -errno (the cycle then drops nothing). */
+	int (*filter)(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop,
+		      void *arg);
+	void *filter_arg;
 };
 
 void msq_engine_init(struct msq_engine *e, int pidfd, uint64_t lag);
