@@ -26,7 +26,10 @@ int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop)
 		if (in->flush)
 			hi = msq_chunk_floor(b + MSQ_CHUNK - 1, in->start, in->file_off);
 		else if (b - in->start > in->lag)
-			hi = msq_chunk_floor(b - in->lag, in->start, in->file_off);
+			/* Round up: at most lag bytes stay behind the cursor (at
+			 * least lag - MSQ_CHUNK), so what one reader holds is
+			 * bounded by the lag plus what it reads between cycles. */
+			hi = msq_chunk_floor(b - in->lag + MSQ_CHUNK - 1, in->start, in->file_off);
 		else
 			continue;
 		if (lo < in->start)

@@ -4,8 +4,9 @@
  *
  * Each maximal run of present pages is taken as one reader: its cursor is
  * the run's end.  The chunks (MSQ_CHUNK, aligned in file-offset space) that
- * lie entirely more than `lag` bytes behind that cursor are planned for
- * dropping, less the ranges in `keep` (strong references).  Several readers
+ * hold pages more than `lag` bytes behind that cursor are planned for
+ * dropping, less the ranges in `keep` (strong references): between
+ * lag - MSQ_CHUNK and lag bytes stay behind each cursor.  Several readers
  * in one region therefore each keep their own lag.
  */
 #ifndef MSQ_PLAN_H

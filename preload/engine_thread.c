@@ -13,16 +13,21 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "daemon_client.h"
 
 /* Where the pagemap descriptor goes, away from the numbers programs use. */
 #define HIGH_FD 512
 #define MIN_SLEEP_NS (UINT64_C(1) * 1000 * 1000)
 /* Aim for about this much to drop per cycle while streams run. */
-#define TARGET_PER_CYCLE (2 * MSQ_CHUNK)
+#define TARGET_PER_CYCLE MSQ_CHUNK
 
 /* All below is protected by the table lock. */
 static struct msq_engine g_eng = { .pm = { .fd = -1 }, .pidfd = -1 };
 static bool g_eng_ready, g_running, g_stopping;
+/* A new region wakes the engine at once: a stream read from a warm cache
+ * moves a gigabyte a second, and its first cycle must not wait. */
+static pthread_cond_t g_kick_cond;
+static bool g_kick, g_kick_cond_ready;
 static struct {
 	uint64_t regions, dropped, kept, cycles, errors;
 } g_done; /* totals of regions no longer tracked */
@@ -85,7 +90,7 @@ void msq_engine_account(struct msq_region *part)
 
 static void *engine_main(void *arg)
 {
-	uint64_t sleep_ns = msq_cfg.policy.interval_ns;
+	uint64_t sleep_ns = MIN_SLEEP_NS;
 	sigset_t all;
 
 	(void)arg;
@@ -93,11 +98,17 @@ static void *engine_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
-		struct timespec ts = { (time_t)(sleep_ns / 1000000000), (long)(sleep_ns % 1000000000) };
-		uint64_t dropped = 0;
+		uint64_t dropped = 0, until = msq_now_ns() + sleep_ns;
+		struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
 
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		msq_regions_lock();
+		while (!g_kick && !g_stopping &&
+		       pthread_cond_timedwait(&g_kick_cond, msq_regions_mutex(), &ts) == 0)
 			;
+		if (g_kick)
+			sleep_ns = MIN_SLEEP_NS;
+		g_kick = false;
+		msq_regions_unlock();
 		for (size_t i = 0;; i++) {
 			struct msq_region *r;
 
@@ -107,6 +118,8 @@ static void *engine_main(void *arg)
 				msq_regions_unlock();
 				return NULL;
 			}
+			if (i == 0)
+				msq_daemon_sync(); /* hands regions to madvseqd, or takes them back */
 			r = msq_regions_at(i);
 			if (!r) {
 				msq_regions_unlock();
@@ -140,11 +153,23 @@ void msq_engine_start(void)
 	sigset_t all, old;
 	int rc;
 
-	if (g_running || g_stopping)
+	if (g_running || g_stopping) {
+		g_kick = true;
+		pthread_cond_signal(&g_kick_cond);
 		return;
+	}
 	if (MSQ_FAULT("madvseq/thread/create")) {
 		msq_debug("engine thread not started (fault injected); will retry");
 		return;
+	}
+	if (!g_kick_cond_ready) {
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g_kick_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		g_kick_cond_ready = true;
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -203,6 +228,8 @@ void msq_engine_shutdown(void)
 
 	msq_regions_lock();
 	g_stopping = true;
+	if (g_kick_cond_ready)
+		pthread_cond_signal(&g_kick_cond);
 	msq_regions_clear(msq_engine_retire, (void *)"at exit");
 	if (msq_cfg.debug && g_done.regions)
 		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly referenced), "
@@ -221,5 +248,7 @@ void msq_engine_atfork_child(void)
 		close(g_eng.pm.fd);
 	g_eng.pm.fd = -1;
 	g_running = false;
+	g_kick = false;
+	g_kick_cond_ready = false; /* re-initialised when the child starts one */
 	memset(&g_done, 0, sizeof(g_done));
 }

@@ -60,6 +60,11 @@ void msq_regions_lock(void)
 	pthread_mutex_lock(&g_lock);
 }
 
+pthread_mutex_t *msq_regions_mutex(void)
+{
+	return &g_lock;
+}
+
 void msq_regions_unlock(void)
 {
 	pthread_mutex_unlock(&g_lock);

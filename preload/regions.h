@@ -13,6 +13,7 @@
 #ifndef MSQ_REGIONS_H
 #define MSQ_REGIONS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,6 +32,8 @@ bool msq_regions_any(void);
 
 void msq_regions_lock(void);
 void msq_regions_unlock(void);
+/* The table lock itself, for a condition variable waited on with it held. */
+pthread_mutex_t *msq_regions_mutex(void);
 
 /* --- With the table lock held --- */
 

@@ -17,6 +17,7 @@
 
 #include "../common/config.h"
 #include "../common/kernel_switch.h"
+#include "daemon_client.h"
 #include "engine.h"
 #include "track.h"
 
@@ -141,6 +142,7 @@ static void atfork_child(void)
 	g_owner = getpid();
 	msq_regions_atfork_child();
 	msq_engine_atfork_child();
+	msq_daemon_atfork_child();
 }
 
 static void program_name(char *buf, size_t len)
@@ -163,6 +165,7 @@ static void init(void)
 	msq_guard++;
 	g_owner = getpid();
 	read_config();
+	msq_daemon_init();
 	msq_interpose_resolve();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (msq_cfg.debug) {

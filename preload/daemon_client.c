@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "daemon_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <madvseq/protocol.h>
+
+#include "../common/config.h"
+#include "../common/fault.h"
+#include "regions.h"
+
+/* Away from the numbers programs use (the pagemap descriptor sits at 512). */
+#define HIGH_FD 520
+#define RETRY_MIN_NS (UINT64_C(1000) * 1000 * 1000)
+#define RETRY_MAX_NS (UINT64_C(8) * 1000 * 1000 * 1000)
+/* Registrations sent before their answers are read. */
+#define MAX_IN_FLIGHT 32
+
+enum { ST_OFF, ST_HELLO, ST_READY };
+enum { E_SENT, E_ACKED, E_REFUSED };
+
+struct entry {
+	uint64_t id, start, end;
+	uint32_t seq;
+	int state;
+};
+
+/* All protected by the table lock. */
+static struct {
+	bool disabled;
+	char path[108];
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	int state;
+	uint32_t seq;
+	uint64_t next_try_ns, backoff_ns;
+	struct entry *e;
+	size_t n, cap;
+} g = { .fd = -1 };
+
+void msq_daemon_init(void)
+{
+	const char *p = getenv("MADVSEQ_SOCKET");
+	bool on = true;
+	const char *v = getenv("MADVSEQ_DAEMON");
+
+	if (v && *v && msq_parse_bool(v, &on) < 0)
+		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (1 or 0); using 1", v);
+	g.disabled = !on;
+	if (!p || !*p)
+		p = MSQ_DEFAULT_SOCKET;
+	if (strlen(p) >= sizeof(g.path)) {
+		msq_warn("MADVSEQ_SOCKET is too long for a socket path; not using the daemon");
+		g.disabled = true;
+		return;
+	}
+	strcpy(g.path, p);
+}
+
+static void set_delegated_all(bool on)
+{
+	for (size_t i = 0;; i++) {
+		struct msq_region *r = msq_regions_at(i);
+
+		if (!r)
+			break;
+		r->delegated = on && r->delegated;
+	}
+}
+
+/* Our socket is still the descriptor we opened (programs close fds). */
+static bool fd_is_ours(void)
+{
+	struct stat st;
+
+	return g.fd >= 0 && fstat(g.fd, &st) == 0 && st.st_dev == g.dev && st.st_ino == g.ino;
+}
+
+static void disconnect(const char *why, uint64_t retry_ns)
+{
+	if (fd_is_ours())
+		close(g.fd);
+	g.fd = -1;
+	if (g.state == ST_READY)
+		msq_debug("madvseqd: %s; managing regions in-process", why);
+	g.state = ST_OFF;
+	g.n = 0;
+	set_delegated_all(false);
+	g.next_try_ns = msq_now_ns() + retry_ns;
+}
+
+static int send_msg(void *m, uint16_t type, uint32_t size)
+{
+	struct msq_msg_hdr *h = m;
+
+	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, ++g.seq };
+	if (MSQ_FAULT("madvseq/daemon/client/send"))
+		return -EPIPE;
+	if (send(g.fd, m, size, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)size)
+		return -errno;
+	return 0;
+}
+
+static void try_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct msq_msg_hello hello = { .flags = MSQ_HELLO_SHIM };
+	struct msq_msg_hdr pol;
+	struct stat st;
+	int fd, hfd;
+
+	g.backoff_ns = g.backoff_ns ? g.backoff_ns * 2 : RETRY_MIN_NS;
+	if (g.backoff_ns > RETRY_MAX_NS)
+		g.backoff_ns = RETRY_MAX_NS;
+	g.next_try_ns = msq_now_ns() + g.backoff_ns;
+	if (MSQ_FAULT("madvseq/daemon/client/connect"))
+		return;
+	strcpy(sa.sun_path, g.path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	/* Non-blocking: a full backlog fails at once (EAGAIN) instead of waiting. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return;
+	}
+	hfd = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+	if (hfd >= 0) {
+		close(fd);
+		fd = hfd;
+	}
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return;
+	}
+	g.fd = fd;
+	g.dev = st.st_dev;
+	g.ino = st.st_ino;
+	g.state = ST_HELLO;
+	g.n = 0;
+	if (send_msg(&hello, MSQ_MSG_HELLO, sizeof(hello)) < 0 ||
+	    send_msg(&pol, MSQ_MSG_POLICY_GET, sizeof(pol)) < 0)
+		disconnect("cannot talk to it", g.backoff_ns);
+}
+
+static struct entry *find_seq(uint32_t seq)
+{
+	for (size_t i = 0; i < g.n; i++)
+		if (g.e[i].seq == seq)
+			return &g.e[i];
+	return NULL;
+}
+
+/* Reads what the daemon said; false when the connection is gone. */
+static bool read_replies(void)
+{
+	union {
+		struct msq_msg_hdr h;
+		struct msq_msg_welcome w;
+		struct msq_msg_result r;
+		struct msq_msg_policy p;
+		struct msq_msg_error e;
+		char raw[256];
+	} m;
+
+	for (;;) {
+		ssize_t n = recv(g.fd, &m, sizeof(m), MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		if (n <= 0 || MSQ_FAULT("madvseq/daemon/client/recv")) {
+			disconnect("the daemon went away", RETRY_MIN_NS);
+			g.backoff_ns = 0;
+			return false;
+		}
+		if ((size_t)n < sizeof(m.h) || m.h.magic != MSQ_PROTO_MAGIC || m.h.size != (uint32_t)n) {
+			disconnect("unexpected message from the daemon", RETRY_MAX_NS);
+			return false;
+		}
+		switch (m.h.type) {
+		case MSQ_MSG_WELCOME:
+			if (g.state == ST_HELLO && n == sizeof(m.w) && m.w.flags & MSQ_WELCOME_DELEGATE) {
+				g.state = ST_READY;
+				g.backoff_ns = 0;
+				msq_debug("madvseqd at %s does the work", g.path);
+			}
+			break;
+		case MSQ_MSG_ERROR:
+			/* Refused (another protocol version, or it cannot manage
+			 * this process): carry on alone, ask again much later. */
+			msq_debug("madvseqd refused: %s", n == sizeof(m.e) ? strerror(-m.e.status) : "?");
+			disconnect("the daemon refused", RETRY_MAX_NS);
+			return false;
+		case MSQ_MSG_RESULT: {
+			struct entry *e = n == sizeof(m.r) ? find_seq(m.h.seq) : NULL;
+
+			if (e && e->id == m.r.id)
+				e->state = m.r.status == 0 ? E_ACKED : E_REFUSED;
+			break;
+		}
+		case MSQ_MSG_POLICY:
+			if (n == sizeof(m.p))
+				msq_debug("madvseqd policy for this cgroup: mode=%s lag=%llu",
+					  msq_mode_name((enum msq_mode)m.p.mode),
+					  (unsigned long long)m.p.lag);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static struct entry *find(const struct msq_region *r)
+{
+	for (size_t i = 0; i < g.n; i++)
+		if (g.e[i].id == r->id && g.e[i].start == r->s.start && g.e[i].end == r->s.end)
+			return &g.e[i];
+	return NULL;
+}
+
+static int register_region(struct msq_region *r)
+{
+	struct msq_msg_register m = {
+		.id = r->id, .start = r->s.start, .length = r->s.end - r->s.start,
+		.dev = (uint64_t)r->s.dev, .ino = (uint64_t)r->s.ino, .offset = r->s.file_off,
+		.flags = (r->s.shared ? MSQ_REGION_SHARED : 0) | (r->s.writable ? MSQ_REGION_WRITABLE : 0),
+	};
+	int rc;
+
+	if (g.n == g.cap) {
+		size_t cap = g.cap ? g.cap * 2 : 16;
+		struct entry *v;
+
+		if (MSQ_FAULT("madvseq/alloc") || !(v = realloc(g.e, cap * sizeof(*v))))
+			return -ENOMEM;
+		g.e = v;
+		g.cap = cap;
+	}
+	if ((rc = send_msg(&m, MSQ_MSG_REGISTER, sizeof(m))) < 0)
+		return rc;
+	g.e[g.n++] = (struct entry){ r->id, r->s.start, r->s.end, g.seq, E_SENT };
+	return 0;
+}
+
+void msq_daemon_sync(void)
+{
+	size_t in_flight = 0;
+
+	if (g.disabled)
+		return;
+	if (g.fd >= 0 && !fd_is_ours()) {
+		g.fd = -1; /* the program closed it: not ours to close again */
+		disconnect("lost the daemon's socket", RETRY_MIN_NS);
+	}
+	if (g.fd < 0) {
+		if (!msq_regions_count() || msq_now_ns() < g.next_try_ns)
+			return;
+		try_connect();
+		if (g.fd < 0)
+			return;
+	}
+	if (!read_replies() || g.state != ST_READY)
+		return;
+	for (size_t i = 0; i < g.n; i++)
+		in_flight += g.e[i].state == E_SENT;
+	for (size_t i = 0;; i++) {
+		struct msq_region *r = msq_regions_at(i);
+		struct entry *e;
+
+		if (!r)
+			break;
+		e = find(r);
+		if (!e && in_flight < MAX_IN_FLIGHT) {
+			int rc = register_region(r);
+
+			if (rc == -EAGAIN) {
+				break; /* the daemon is busy: the rest next cycle */
+			} else if (rc < 0 && rc != -ENOMEM) {
+				disconnect("cannot talk to it", RETRY_MIN_NS);
+				return;
+			}
+			in_flight++;
+		}
+		r->delegated = e && e->state == E_ACKED;
+	}
+}
+
+void msq_daemon_forget_locked(uint64_t start, uint64_t end)
+{
+	struct msq_msg_unregister m = { .start = start, .length = end - start };
+	size_t j = 0;
+	bool any = false;
+
+	if (g.fd < 0 || g.state != ST_READY)
+		return;
+	for (size_t i = 0; i < g.n; i++) {
+		if (g.e[i].start < end && g.e[i].end > start) {
+			any = true;
+			continue;
+		}
+		g.e[j++] = g.e[i];
+	}
+	g.n = j;
+	if (!any)
+		return;
+	/* Told before the range goes.  If the message cannot be sent, closing
+	 * the connection is what stops the daemon (it forgets all of ours). */
+	if (!fd_is_ours() || send_msg(&m, MSQ_MSG_UNREGISTER, sizeof(m)) < 0)
+		disconnect("cannot tell it about an unmapped range", RETRY_MIN_NS);
+}
+
+void msq_daemon_atfork_child(void)
+{
+	/* The connection stays the parent's: the daemon knows it as the
+	 * parent's pid.  The child connects itself when it tracks regions. */
+	if (g.fd >= 0 && fd_is_ours())
+		close(g.fd);
+	g.fd = -1;
+	g.state = ST_OFF;
+	g.n = 0;
+	g.next_try_ns = 0;
+	g.backoff_ns = 0;
+}

@@ -1,0 +1,1165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Read-family and write-family wrappers and the per-fd streams they feed.
+ *
+ * Mechanism.  Pages a stream brought in are dropped with
+ * posix_fadvise(DONTNEED) (the raw syscall: our own wrapper must not see
+ * it) in 2 MiB-aligned chunks lagging the stream's offset, minus the chunks
+ * a residency snapshot (cachestat(2), taken ahead of the stream) found
+ * cached before.  preadv2(RWF_DONTCACHE) would keep cached pages without a
+ * snapshot, but streaming a cold file with it ran at about half the speed
+ * of plain reads with fadvise behind on ext4 (6.18): the kernel drops each
+ * folio as the read completes, synchronously.  So RWF_DONTCACHE is used
+ * only where the snapshot is not reliable (files the process may not
+ * write: cachestat and mincore hide residency there), or everywhere with
+ * MADVSEQ_DONTCACHE=1; never with MADVSEQ_DONTCACHE=0.  Where neither
+ * works, such fds are left alone rather than dropping pages that were
+ * cached before.
+ *
+ * Offsets.  pread-style calls give their offset.  read()-style calls
+ * advance the file position: the shim keeps an estimate and checks it
+ * with lseek(SEEK_CUR) (and the file's identity with fstat) only before it
+ * acts, about once per 2 MiB, so an lseek it does not see (or a reused fd)
+ * costs at most a chunk left cached.
+ *
+ * Write-behind.  Writes on managed fds (every regular file in "all" mode,
+ * NOREUSE fds otherwise) start writeback of each completed chunk with
+ * sync_file_range(SYNC_FILE_RANGE_WRITE) and fadvise(DONTNEED) chunks one
+ * lag behind, which the kernel drops only once clean.  The shim never
+ * waits on writeback (SYNC_FILE_RANGE_WAIT_* would consume a writeback
+ * error the program's own fsync() must see) and never fsyncs.
+ */
+#include "readpath.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <urcu/urcu-bp.h>
+
+#include "../common/extents.h"
+#include "../common/fault.h"
+#include "../common/sys.h"
+#include "fdtable.h"
+
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+#define CHUNK MSQ_CHUNK
+/* A residency snapshot covers this much ahead of a stream; it is extended
+ * when the stream gets within half of it, far ahead of any readahead. */
+#define SNAP_WINDOW (UINT64_C(64) << 20)
+/* A forward gap up to this still continues a run (interleaved readers of
+ * one shared offset, skipped headers). */
+#define SEQ_SLACK CHUNK
+
+enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16 };
+enum { DC_UNKNOWN, DC_YES, DC_NO };
+
+/* One direction (reads or writes) of a stream. */
+struct dir {
+	uint64_t run_start; /* first offset of the current sequential run */
+	uint64_t next;      /* where the next sequential access starts */
+	uint64_t done;      /* chunks below this are dropped (or left on purpose) */
+	uint64_t kicked;    /* writes: writeback started below this */
+	uint64_t snap_lo, snap_hi;
+	struct msq_extents pre; /* chunks cached before the stream reached them */
+	bool started;
+};
+
+struct msq_fd {
+	dev_t dev;
+	ino_t ino;
+	unsigned flags;
+	int busy;       /* one thread at a time updates the state */
+	bool snap_ok;   /* cachestat tells the truth for this file */
+	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
+	bool inherited; /* copied by fork: no final drop at close */
+	struct dir rd, wr;
+};
+
+static struct {
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*pread)(int, void *, size_t, off_t);
+	ssize_t (*pread64)(int, void *, size_t, off64_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*preadv)(int, const struct iovec *, int, off_t);
+	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*preadv2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
+	ssize_t (*read_chk)(int, void *, size_t, size_t);
+	ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
+	ssize_t (*pread64_chk)(int, void *, size_t, off64_t, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*pwrite)(int, const void *, size_t, off_t);
+	ssize_t (*pwrite64)(int, const void *, size_t, off64_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*pwritev)(int, const struct iovec *, int, off_t);
+	ssize_t (*pwritev64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
+	int (*posix_fadvise)(int, off_t, off_t, int);
+	int (*posix_fadvise64)(int, off64_t, off64_t, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned);
+	int (*close)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
+	int (*close_range)(unsigned, unsigned, int);
+} real;
+
+static enum msq_read_mode g_mode; /* MSQ_READ_OFF until init */
+static int g_dontcache = -1;      /* MADVSEQ_DONTCACHE: -1 auto, 0 never, 1 always */
+
+/* Filesystems that refused RWF_DONTCACHE (or took it), by st_dev. */
+#define NDEV 32
+static struct {
+	dev_t dev;
+	int state;
+} g_devs[NDEV];
+
+/* ---- the state ------------------------------------------------------- */
+
+static uint64_t floor_chunk(uint64_t x) { return x & ~(CHUNK - 1); }
+static uint64_t ceil_chunk(uint64_t x) { return (x + CHUNK - 1) & ~(CHUNK - 1); }
+
+static int dev_state(dev_t dev)
+{
+	for (int i = 0; i < NDEV; i++)
+		if (__atomic_load_n(&g_devs[i].state, __ATOMIC_ACQUIRE) != DC_UNKNOWN &&
+		    g_devs[i].dev == dev)
+			return g_devs[i].state;
+	return DC_UNKNOWN;
+}
+
+static void dev_learn(dev_t dev, int state)
+{
+	for (int i = 0; i < NDEV; i++) {
+		int unknown = DC_UNKNOWN;
+
+		if (__atomic_load_n(&g_devs[i].state, __ATOMIC_ACQUIRE) != DC_UNKNOWN) {
+			if (g_devs[i].dev == dev)
+				return;
+			continue;
+		}
+		g_devs[i].dev = dev;
+		if (__atomic_compare_exchange_n(&g_devs[i].state, &unknown, state, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return;
+	}
+	/* Full: the probe is simply repeated on further filesystems. */
+}
+
+static bool managed_read(const struct msq_fd *s)
+{
+	if ((s->flags & F_STOPPED) || !(s->flags & F_CANREAD))
+		return false;
+	switch (g_mode) {
+	case MSQ_READ_NOREUSE: return s->flags & F_NOREUSE;
+	case MSQ_READ_ADVISED: return s->flags & (F_NOREUSE | F_SEQ);
+	case MSQ_READ_ALL: return true;
+	default: return false;
+	}
+}
+
+static bool managed_write(const struct msq_fd *s)
+{
+	if ((s->flags & F_STOPPED) || !(s->flags & F_CANWRITE) || g_mode == MSQ_READ_OFF)
+		return false;
+	return g_mode == MSQ_READ_ALL || (s->flags & F_NOREUSE);
+}
+
+static off_t sys_lseek_cur(int fd)
+{
+	return (off_t)syscall(SYS_lseek, fd, (off_t)0, SEEK_CUR);
+}
+
+static int sys_fadvise(int fd, uint64_t off, uint64_t len, int advice)
+{
+	if (MSQ_FAULT("madvseq/readpath/fadvise"))
+		return -1;
+	return (int)syscall(SYS_fadvise64, fd, (off_t)off, (off_t)len, advice);
+}
+
+/* Adds the chunks of [lo, hi) that hold cached pages to d->pre. */
+static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t c = lo; c < hi && s->snap_ok; c += CHUNK) {
+		struct msq_cachestat_range r = { c, CHUNK };
+		struct msq_cachestat cs;
+
+		if (msq_cachestat(fd, &r, &cs) < 0 ||
+		    (cs.nr_cache && msq_extents_add(&d->pre, c, c + CHUNK) < 0))
+			s->snap_ok = false; /* from now on: drop nothing */
+	}
+	if (s->snap_ok)
+		d->snap_hi = hi;
+}
+
+/* A run starts at off: forget the old snapshot, take one from off. */
+static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off)
+{
+	d->run_start = d->next = off;
+	d->done = ceil_chunk(off);
+	d->kicked = floor_chunk(off);
+	d->started = true;
+	if (s->dontcache)
+		return;
+	msq_extents_clear(&d->pre);
+	d->snap_lo = d->snap_hi = floor_chunk(off);
+	snapshot(fd, s, d, d->snap_lo, d->snap_lo + SNAP_WINDOW);
+}
+
+/* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
+static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, uint64_t to)
+{
+	for (uint64_t c = from; c < to; c += CHUNK) {
+		uint64_t e = c + CHUNK;
+
+		if (msq_extents_overlaps(&d->pre, c, e))
+			continue;
+		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
+			e += CHUNK;
+		sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED);
+		c = e - CHUNK;
+	}
+}
+
+/* The stream moved to [off, end): extend the snapshot, drop behind. */
+static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint64_t end,
+		    bool writing)
+{
+	uint64_t lag = msq_cfg.policy.lag, target;
+
+	if (!d->started || off < d->next || off > d->next + SEQ_SLACK)
+		new_run(fd, s, d, off);
+	d->next = end;
+	if (!writing && s->dontcache)
+		return;
+	if (!s->snap_ok)
+		return; /* no reliable snapshot: leave the file alone */
+	if (end + SNAP_WINDOW / 2 > d->snap_hi)
+		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_WINDOW);
+	if (writing && floor_chunk(end) > d->kicked) {
+		if (!MSQ_FAULT("madvseq/readpath/sync_file_range"))
+			syscall(SYS_sync_file_range, fd, (off_t)d->kicked,
+				(off_t)(floor_chunk(end) - d->kicked), SYNC_FILE_RANGE_WRITE);
+		d->kicked = floor_chunk(end);
+	}
+	target = end > lag ? floor_chunk(end - lag) : 0;
+	if (target <= d->done)
+		return;
+	/* Writes: chunks behind are retried once, in case writeback had not
+	 * finished the first time (DONTNEED skips dirty and writeback pages). */
+	drop_range(fd, s, d, writing && d->done >= 2 * CHUNK + ceil_chunk(d->run_start)
+				     ? d->done - 2 * CHUNK : d->done, target);
+	d->done = target;
+	if (d->snap_lo + SNAP_WINDOW < target) {
+		/* Forget what is behind: keeps the set small on long streams. */
+		msq_extents_remove(&d->pre, 0, target);
+		d->snap_lo = target;
+	}
+}
+
+static void free_state(struct msq_fd *s)
+{
+	msq_extents_free(&s->rd.pre);
+	msq_extents_free(&s->wr.pre);
+	free(s);
+}
+
+/* Would the write-side residency snapshot of fd be truthful?  As with
+ * mincore(2), only for files the process may write. */
+static bool may_write(int fd, const struct stat *st, int fl)
+{
+	char path[64];
+
+	if ((fl & O_ACCMODE) != O_RDONLY || st->st_uid == geteuid())
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+}
+
+/*
+ * Looks at fd once and installs its state (or MSQ_FD_IGNORED): regular
+ * files only, not O_DIRECT.  extra: flags to add (advice).  Returns the
+ * slot's value.  Called with the guard raised.
+ */
+static struct msq_fd *classify(int fd, unsigned extra)
+{
+	struct msq_cachestat_range r = { 0, 4096 };
+	struct msq_cachestat cs;
+	struct msq_fd *s, *old;
+	struct stat st;
+	int fl;
+	off_t pos;
+
+	if ((unsigned)fd >= MSQ_FDT_MAX)
+		return MSQ_FD_IGNORED;
+	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return NULL; /* not open: nothing to remember */
+	if (!S_ISREG(st.st_mode) || (fl & O_DIRECT) || (fl & O_PATH)) {
+		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
+		return MSQ_FD_IGNORED;
+	}
+	if (MSQ_FAULT("madvseq/alloc") || !(s = calloc(1, sizeof(*s)))) {
+		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
+		return MSQ_FD_IGNORED;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	s->flags = extra;
+	if ((fl & O_ACCMODE) != O_WRONLY)
+		s->flags |= F_CANREAD;
+	if ((fl & O_ACCMODE) != O_RDONLY)
+		s->flags |= F_CANWRITE;
+	s->snap_ok = msq_cachestat(fd, &r, &cs) == 0 && may_write(fd, &st, fl);
+	if (g_dontcache == 1 || (g_dontcache < 0 && !s->snap_ok))
+		s->dontcache = dev_state(st.st_dev) != DC_NO;
+	pos = sys_lseek_cur(fd);
+	if (pos >= 0) {
+		/* Before the first read: the snapshot sees what was cached before. */
+		if (s->flags & F_CANREAD)
+			new_run(fd, s, &s->rd, (uint64_t)pos);
+		if (s->flags & F_CANWRITE)
+			new_run(fd, s, &s->wr, (uint64_t)pos);
+	}
+	old = msq_fdt_xchg(fd, s);
+	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
+		free_state(s); /* no memory for the leaf */
+		return MSQ_FD_IGNORED;
+	}
+	if (old && old != MSQ_FD_IGNORED) {
+		urcu_bp_synchronize_rcu();
+		free_state(old);
+	}
+	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
+		  s->snap_ok ? "" : ", no residency snapshot", s->flags & F_CANWRITE ? ", write-behind" : "");
+	return s;
+}
+
+/* Takes fd's state for bookkeeping: urcu-bp read lock held and the state
+ * marked busy.  NULL if fd is not managed for this direction or another
+ * thread is at it. */
+static struct msq_fd *take(int fd, bool writing)
+{
+	struct msq_fd *s;
+
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s)) &&
+	    !__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
+		return s;
+	urcu_bp_read_unlock();
+	return NULL;
+}
+
+static void give(struct msq_fd *s)
+{
+	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	urcu_bp_read_unlock();
+}
+
+/*
+ * Bookkeeping after a successful transfer of n bytes.  off >= 0: the
+ * offset the call used; off < 0: the file position, which the call
+ * advanced by n.  Called with the guard raised; preserves errno.
+ */
+static void after(int fd, int64_t off, uint64_t n, bool writing)
+{
+	struct msq_fd *s;
+	struct dir *d;
+	uint64_t end;
+	MSQ_PROTECT_ERRNO;
+
+	if (!(s = take(fd, writing)))
+		return;
+	d = writing ? &s->wr : &s->rd;
+	if (off >= 0) {
+		advance(fd, s, d, (uint64_t)off, (uint64_t)off + n, writing);
+		give(s);
+		return;
+	}
+	end = d->next + n;
+	/* Check the estimate only when something is due (a drop, a snapshot,
+	 * writeback): at most about once per chunk. */
+	if (d->started && floor_chunk(end) == floor_chunk(d->next) &&
+	    end + SNAP_WINDOW / 2 <= d->snap_hi) {
+		d->next = end;
+		give(s);
+		return;
+	}
+	{
+		off_t pos = sys_lseek_cur(fd);
+		struct stat st;
+
+		if (pos < 0 || fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
+			/* fd reused behind our back (stdio's fclose): forget it. */
+			give(s);
+			if (msq_fdt_cas(fd, s, NULL)) {
+				urcu_bp_synchronize_rcu();
+				free_state(s);
+			}
+			return;
+		}
+		if ((uint64_t)pos == end || (uint64_t)pos < n)
+			advance(fd, s, d, end - n, end, writing);
+		else
+			advance(fd, s, d, (uint64_t)pos - n, (uint64_t)pos, writing);
+	}
+	give(s);
+}
+
+/* Is fd managed for reading with RWF_DONTCACHE?  Classifies it first in
+ * "all" mode.  Guard raised. */
+static bool use_dontcache(int fd)
+{
+	struct msq_fd *s = msq_fdt_peek(fd);
+	bool dc = false;
+
+	if (!s && g_mode == MSQ_READ_ALL)
+		s = classify(fd, 0);
+	if (!s || s == MSQ_FD_IGNORED)
+		return false;
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED)
+		dc = s->dontcache && managed_read(s);
+	urcu_bp_read_unlock();
+	return dc;
+}
+
+/* The filesystem of fd refused RWF_DONTCACHE: remember, for every fd. */
+static void dontcache_refused(int fd)
+{
+	struct msq_fd *s;
+	MSQ_PROTECT_ERRNO;
+
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED) {
+		dev_learn(s->dev, DC_NO);
+		s->dontcache = false;
+		msq_debug("fd %d: RWF_DONTCACHE refused by this filesystem", fd);
+	}
+	urcu_bp_read_unlock();
+}
+
+/* preadv2(RWF_DONTCACHE) in place of the program's read; returns -2 (and
+ * errno untouched) when the caller must make the program's own call. */
+static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t off, int flags)
+{
+	int saved = errno;
+	ssize_t rc;
+
+	if (!real.preadv2 || MSQ_FAULT("madvseq/readpath/preadv2"))
+		return -2;
+	rc = real.preadv2(fd, iov, cnt, (off_t)off, flags | RWF_DONTCACHE);
+	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+		/* Refused before any data moved (an EINVAL of the program's own
+		 * making comes back from its own call). */
+		errno = saved;
+		if (errno == EOPNOTSUPP || !(flags & ~RWF_DONTCACHE))
+			dontcache_refused(fd);
+		return -2;
+	}
+	return rc;
+}
+
+/* ---- wrappers ---------------------------------------------------------- */
+
+static bool untracked(int fd)
+{
+	struct msq_fd *s;
+
+	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF)
+		return true;
+	s = msq_fdt_peek(fd);
+	return s == MSQ_FD_IGNORED || (!s && g_mode != MSQ_READ_ALL);
+}
+
+#define CALL(fn, fallback, ...) (real.fn ? real.fn(__VA_ARGS__) : (fallback))
+
+static ssize_t call_read(int fd, void *buf, size_t n)
+{
+	return CALL(read, syscall(SYS_read, fd, buf, n), fd, buf, n);
+}
+
+static ssize_t read_slow(int fd, void *buf, size_t n)
+{
+	struct iovec iov = { buf, n };
+	ssize_t rc = -2;
+
+	MSQ_ENTER();
+	if (use_dontcache(fd))
+		rc = try_dontcache(fd, &iov, 1, -1, 0);
+	if (rc == -2)
+		rc = call_read(fd, buf, n);
+	if (rc > 0)
+		after(fd, -1, (uint64_t)rc, false);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (__builtin_expect(untracked(fd), 1))
+		return call_read(fd, buf, n);
+	return read_slow(fd, buf, n);
+}
+
+MSQ_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen && real.read_chk)
+		return real.read_chk(fd, buf, n, buflen); /* reports the overflow */
+	return read(fd, buf, n);
+}
+
+static ssize_t pread_common(int fd, void *buf, size_t n, int64_t off, bool is64)
+{
+	struct iovec iov = { buf, n };
+	ssize_t rc = -2;
+
+	if (untracked(fd) || off < 0)
+		return is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
+			    : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
+	MSQ_ENTER();
+	if (use_dontcache(fd))
+		rc = try_dontcache(fd, &iov, 1, off, 0);
+	if (rc == -2)
+		rc = is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
+			  : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
+	if (rc > 0)
+		after(fd, off, (uint64_t)rc, false);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return pread_common(fd, buf, n, off, false);
+}
+
+MSQ_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	return pread_common(fd, buf, n, off, true);
+}
+
+MSQ_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	if (n > buflen && real.pread_chk)
+		return real.pread_chk(fd, buf, n, off, buflen);
+	return pread_common(fd, buf, n, off, false);
+}
+
+MSQ_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+	if (n > buflen && real.pread64_chk)
+		return real.pread64_chk(fd, buf, n, off, buflen);
+	return pread_common(fd, buf, n, off, true);
+}
+
+/* readv/preadv/preadv2 and their 64-bit names: off -1 means the file
+ * position (readv, preadv2 with -1). */
+enum vkind { V_READV, V_PREADV, V_PREADV64, V_PREADV2, V_PREADV64V2 };
+
+static ssize_t call_v(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off, int fl)
+{
+	switch (k) {
+	case V_READV: return CALL(readv, syscall(SYS_readv, fd, iov, cnt), fd, iov, cnt);
+	case V_PREADV: return CALL(preadv, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+	case V_PREADV64: return CALL(preadv64, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+	case V_PREADV2:
+		return CALL(preadv2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	case V_PREADV64V2:
+		return CALL(preadv64v2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	}
+	return -1;
+}
+
+static ssize_t readv_common(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off,
+			    int fl)
+{
+	bool positional = k != V_READV && off != -1;
+	ssize_t rc = -2;
+
+	if (untracked(fd) || (k != V_READV && off < -1) || (k == V_PREADV && off < 0) ||
+	    (k == V_PREADV64 && off < 0))
+		return call_v(k, fd, iov, cnt, off, fl);
+	MSQ_ENTER();
+	if (use_dontcache(fd))
+		rc = try_dontcache(fd, iov, cnt, positional ? off : -1, fl);
+	if (rc == -2)
+		rc = call_v(k, fd, iov, cnt, off, fl);
+	if (rc > 0)
+		after(fd, positional ? off : -1, (uint64_t)rc, false);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	return readv_common(V_READV, fd, iov, cnt, -1, 0);
+}
+
+MSQ_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return readv_common(V_PREADV, fd, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return readv_common(V_PREADV64, fd, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+{
+	return readv_common(V_PREADV2, fd, iov, cnt, off, fl);
+}
+
+MSQ_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
+{
+	return readv_common(V_PREADV64V2, fd, iov, cnt, off, fl);
+}
+
+/* Writes: the same shape, no RWF_DONTCACHE (its writes are synchronous). */
+static ssize_t call_write(int fd, const void *buf, size_t n)
+{
+	return CALL(write, syscall(SYS_write, fd, buf, n), fd, buf, n);
+}
+
+static ssize_t write_slow(int fd, const void *buf, size_t n)
+{
+	ssize_t rc;
+
+	MSQ_ENTER();
+	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
+		classify(fd, 0);
+	rc = call_write(fd, buf, n);
+	if (rc > 0)
+		after(fd, -1, (uint64_t)rc, true);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (__builtin_expect(untracked(fd), 1))
+		return call_write(fd, buf, n);
+	return write_slow(fd, buf, n);
+}
+
+static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, bool is64)
+{
+	ssize_t rc;
+
+	if (untracked(fd) || off < 0)
+		return is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
+			    : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
+	MSQ_ENTER();
+	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
+		classify(fd, 0);
+	rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
+		  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
+	if (rc > 0)
+		after(fd, off, (uint64_t)rc, true);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return pwrite_common(fd, buf, n, off, false);
+}
+
+MSQ_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	return pwrite_common(fd, buf, n, off, true);
+}
+
+static ssize_t call_wv(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off, int fl)
+{
+	switch (k) {
+	case V_READV: return CALL(writev, syscall(SYS_writev, fd, iov, cnt), fd, iov, cnt);
+	case V_PREADV: return CALL(pwritev, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+	case V_PREADV64:
+		return CALL(pwritev64, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+	case V_PREADV2:
+		return CALL(pwritev2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	case V_PREADV64V2:
+		return CALL(pwritev64v2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	}
+	return -1;
+}
+
+static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off,
+			     int fl)
+{
+	bool positional = k != V_READV && off != -1;
+	ssize_t rc;
+
+	if (untracked(fd) || (k != V_READV && off < -1) || ((k == V_PREADV || k == V_PREADV64) && off < 0))
+		return call_wv(k, fd, iov, cnt, off, fl);
+	MSQ_ENTER();
+	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
+		classify(fd, 0);
+	rc = call_wv(k, fd, iov, cnt, off, fl);
+	if (rc > 0)
+		after(fd, positional ? off : -1, (uint64_t)rc, true);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	return writev_common(V_READV, fd, iov, cnt, -1, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return writev_common(V_PREADV, fd, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return writev_common(V_PREADV64, fd, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+{
+	return writev_common(V_PREADV2, fd, iov, cnt, off, fl);
+}
+
+MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
+{
+	return writev_common(V_PREADV64V2, fd, iov, cnt, off, fl);
+}
+
+/* sendfile and copy_file_range read (and write) without a user buffer:
+ * bookkeeping only.  A NULL offset pointer means the file position. */
+static void after_copy(int in, const int64_t *in_off, int out, const int64_t *out_off, ssize_t rc)
+{
+	if (rc <= 0)
+		return;
+	if (g_mode == MSQ_READ_ALL) {
+		if (!msq_fdt_peek(in))
+			classify(in, 0);
+		if (out >= 0 && !msq_fdt_peek(out))
+			classify(out, 0);
+	}
+	after(in, in_off ? *in_off : -1, (uint64_t)rc, false);
+	if (out >= 0)
+		after(out, out_off ? *out_off : -1, (uint64_t)rc, true);
+}
+
+static bool copy_untracked(int in, int out)
+{
+	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF)
+		return true;
+	if (g_mode == MSQ_READ_ALL)
+		return false;
+	return !msq_fdt_peek(in) && (out < 0 || !msq_fdt_peek(out));
+}
+
+MSQ_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	int64_t start = off ? *off : -1;
+	ssize_t rc;
+
+	if (copy_untracked(in, -1))
+		return CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+	MSQ_ENTER();
+	rc = CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+	after_copy(in, off ? &start : NULL, -1, NULL, rc);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	int64_t start = off ? *off : -1;
+	ssize_t rc;
+
+	if (copy_untracked(in, -1))
+		return CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+	MSQ_ENTER();
+	rc = CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+	after_copy(in, off ? &start : NULL, -1, NULL, rc);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
+				   unsigned fl)
+{
+	int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
+	ssize_t rc;
+
+	if (copy_untracked(in, out))
+		return CALL(copy_file_range,
+			    syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl), in,
+			    in_off, out, out_off, n, fl);
+	MSQ_ENTER();
+	rc = CALL(copy_file_range, syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl),
+		  in, in_off, out, out_off, n, fl);
+	after_copy(in, in_off ? &is : NULL, out, out_off ? &os : NULL, rc);
+	MSQ_LEAVE();
+	return rc;
+}
+
+/* ---- advice ------------------------------------------------------------ */
+
+static void advised(int fd, int advice)
+{
+	unsigned add = 0;
+	struct msq_fd *s;
+
+	switch (advice) {
+	case POSIX_FADV_SEQUENTIAL:
+		if (g_mode != MSQ_READ_ADVISED && g_mode != MSQ_READ_ALL)
+			return;
+		add = F_SEQ;
+		break;
+	case POSIX_FADV_NOREUSE:
+		add = F_NOREUSE;
+		break;
+	case POSIX_FADV_NORMAL:
+	case POSIX_FADV_RANDOM:
+	case POSIX_FADV_WILLNEED:
+		add = F_STOPPED; /* the program will reread: hands off */
+		break;
+	default:
+		return;
+	}
+	s = msq_fdt_peek(fd);
+	if (!s) {
+		if (add == F_STOPPED && g_mode != MSQ_READ_ALL)
+			return;
+		s = classify(fd, add);
+		if (s && s != MSQ_FD_IGNORED)
+			return;
+	}
+	if (!s || s == MSQ_FD_IGNORED)
+		return;
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED) {
+		if (add == F_STOPPED)
+			__atomic_fetch_or(&s->flags, F_STOPPED, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_or(&s->flags, add, __ATOMIC_RELAXED);
+	}
+	urcu_bp_read_unlock();
+}
+
+static int fadvise_common(int fd, int64_t off, int64_t len, int advice, bool is64)
+{
+	int rc = is64 ? CALL(posix_fadvise64,
+			     syscall(SYS_fadvise64, fd, off, len, advice) < 0 ? errno : 0, fd, off,
+			     len, advice)
+		      : CALL(posix_fadvise,
+			     syscall(SYS_fadvise64, fd, off, len, advice) < 0 ? errno : 0, fd, off,
+			     len, advice);
+
+	if (rc == 0 && !msq_guard && msq_shim_ready() && g_mode != MSQ_READ_OFF) {
+		MSQ_PROTECT_ERRNO;
+		MSQ_ENTER();
+		advised(fd, advice);
+		MSQ_LEAVE();
+	}
+	return rc;
+}
+
+MSQ_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+	return fadvise_common(fd, off, len, advice, false);
+}
+
+MSQ_EXPORT int posix_fadvise64(int fd, off64_t off, off64_t len, int advice)
+{
+	return fadvise_common(fd, off, len, advice, true);
+}
+
+/* ---- fd lifetime ------------------------------------------------------- */
+
+/* Before fd is closed: a last drop of what its streams brought in. */
+static void final_drop(int fd, struct msq_fd *s)
+{
+	struct stat st;
+
+	if (s->inherited || !s->snap_ok || fstat(fd, &st) < 0 || st.st_dev != s->dev ||
+	    st.st_ino != s->ino)
+		return;
+	if (managed_read(s) && s->rd.started && !s->dontcache) {
+		off_t pos = sys_lseek_cur(fd);
+		uint64_t end = s->rd.next;
+
+		if (pos >= 0 && (uint64_t)pos > s->rd.run_start && (uint64_t)pos <= s->rd.next + SEQ_SLACK)
+			end = (uint64_t)pos;
+		if (end > s->rd.done)
+			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
+	}
+	if (managed_write(s) && s->wr.started && s->wr.next > s->wr.done)
+		/* Starts writeback of the tail and drops what is clean; dirty
+		 * pages stay (no fsync on the program's behalf). */
+		drop_range(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
+}
+
+/* fd is about to be closed (or replaced by dup2): drop its state. */
+static void forget(int fd, bool drop)
+{
+	struct msq_fd *s = msq_fdt_peek(fd);
+	MSQ_PROTECT_ERRNO;
+
+	if (!s || !msq_is_owner())
+		return; /* a vfork child closes its own fd, not the parent's */
+	if (s != MSQ_FD_IGNORED && drop && !__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
+		final_drop(fd, s);
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	}
+	if (msq_fdt_cas(fd, s, NULL) && s != MSQ_FD_IGNORED) {
+		urcu_bp_synchronize_rcu();
+		free_state(s);
+	}
+}
+
+MSQ_EXPORT int close(int fd)
+{
+	int rc;
+
+	if (msq_guard || !msq_shim_ready() || !msq_fdt_peek(fd))
+		return CALL(close, (int)syscall(SYS_close, fd), fd);
+	MSQ_ENTER();
+	forget(fd, true);
+	rc = CALL(close, (int)syscall(SYS_close, fd), fd);
+	MSQ_LEAVE();
+	return rc;
+}
+
+/* newfd now refers to what oldfd does: the same file description, so the
+ * same advice; its own cursors. */
+static void duplicated(int oldfd, int newfd)
+{
+	struct msq_fd *s;
+	unsigned fl = 0;
+	bool have = false;
+	MSQ_PROTECT_ERRNO;
+
+	if (!msq_is_owner())
+		return;
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(oldfd);
+	if (s && s != MSQ_FD_IGNORED) {
+		fl = s->flags & (F_SEQ | F_NOREUSE | F_STOPPED);
+		have = true;
+	}
+	urcu_bp_read_unlock();
+	if (!have)
+		return;
+	classify(newfd, fl);
+}
+
+static bool dup_untracked(int oldfd, int newfd)
+{
+	return msq_guard || !msq_shim_ready() ||
+	       (!msq_fdt_peek(oldfd) && (newfd < 0 || !msq_fdt_peek(newfd)));
+}
+
+MSQ_EXPORT int dup(int fd)
+{
+	int rc;
+
+	if (dup_untracked(fd, -1))
+		return CALL(dup, (int)syscall(SYS_dup, fd), fd);
+	MSQ_ENTER();
+	rc = CALL(dup, (int)syscall(SYS_dup, fd), fd);
+	if (rc >= 0)
+		duplicated(fd, rc);
+	MSQ_LEAVE();
+	return rc;
+}
+
+static int dup23(int oldfd, int newfd, int flags, bool three)
+{
+	int rc;
+
+	if (dup_untracked(oldfd, newfd))
+		return three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
+			     : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
+	MSQ_ENTER();
+	if (oldfd != newfd && msq_fdt_peek(newfd)) {
+		/* newfd is closed by the call if it succeeds; validate first. */
+		if (syscall(SYS_fcntl, oldfd, F_GETFD) >= 0)
+			forget(newfd, true);
+	}
+	rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
+		   : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
+	if (rc >= 0 && oldfd != newfd)
+		duplicated(oldfd, rc);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT int dup2(int oldfd, int newfd)
+{
+	return dup23(oldfd, newfd, 0, false);
+}
+
+MSQ_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	return dup23(oldfd, newfd, flags, true);
+}
+
+static int fcntl_common(int fd, int cmd, void *arg, bool is64)
+{
+	int rc;
+
+	rc = is64 ? CALL(fcntl64, (int)syscall(SYS_fcntl, fd, cmd, arg), fd, cmd, arg)
+		  : CALL(fcntl, (int)syscall(SYS_fcntl, fd, cmd, arg), fd, cmd, arg);
+	if (rc < 0 || msq_guard || !msq_shim_ready() || !msq_fdt_peek(fd))
+		return rc;
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+		MSQ_ENTER();
+		duplicated(fd, rc);
+		MSQ_LEAVE();
+	} else if (cmd == F_SETFL && ((uintptr_t)arg & O_DIRECT) && msq_is_owner()) {
+		/* O_DIRECT now: the page cache is not involved any more. */
+		MSQ_PROTECT_ERRNO;
+		MSQ_ENTER();
+		forget(fd, false);
+		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
+		MSQ_LEAVE();
+	}
+	return rc;
+}
+
+MSQ_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_common(fd, cmd, arg, false);
+}
+
+MSQ_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_common(fd, cmd, arg, true);
+}
+
+static void forget_one(int fd, struct msq_fd *v, void *arg)
+{
+	(void)v;
+	(void)arg;
+	forget(fd, false);
+}
+
+MSQ_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	int rc;
+
+	rc = CALL(close_range, (int)syscall(SYS_close_range, first, last, flags), first, last, flags);
+	/* After the call: the fds are gone (no final drop possible). */
+	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !msq_guard && msq_shim_ready() &&
+	    msq_is_owner()) {
+		MSQ_PROTECT_ERRNO;
+		MSQ_ENTER();
+		msq_fdt_each(first, last, forget_one, NULL);
+		MSQ_LEAVE();
+	}
+	return rc;
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+static void mark_inherited(int fd, struct msq_fd *v, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	if (v != MSQ_FD_IGNORED) {
+		v->inherited = true;
+		v->busy = 0; /* a thread of the parent may have held it */
+	}
+}
+
+void msq_readpath_atfork_child(void)
+{
+	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
+}
+
+void msq_readpath_init(void)
+{
+	const char *v = getenv("MADVSEQ_DONTCACHE");
+
+#define RESOLVE(f) (real.f = msq_next_symbol(#f))
+	RESOLVE(read);
+	RESOLVE(pread);
+	RESOLVE(pread64);
+	RESOLVE(readv);
+	RESOLVE(preadv);
+	RESOLVE(preadv64);
+	RESOLVE(preadv2);
+	RESOLVE(preadv64v2);
+	real.read_chk = msq_next_symbol("__read_chk");
+	real.pread_chk = msq_next_symbol("__pread_chk");
+	real.pread64_chk = msq_next_symbol("__pread64_chk");
+	RESOLVE(write);
+	RESOLVE(pwrite);
+	RESOLVE(pwrite64);
+	RESOLVE(writev);
+	RESOLVE(pwritev);
+	RESOLVE(pwritev64);
+	RESOLVE(pwritev2);
+	RESOLVE(pwritev64v2);
+	RESOLVE(posix_fadvise);
+	RESOLVE(posix_fadvise64);
+	RESOLVE(sendfile);
+	RESOLVE(sendfile64);
+	RESOLVE(copy_file_range);
+	RESOLVE(close);
+	RESOLVE(dup);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(fcntl);
+	RESOLVE(fcntl64);
+	RESOLVE(close_range);
+#undef RESOLVE
+	if (v && *v) {
+		if (!strcmp(v, "1"))
+			g_dontcache = 1;
+		else if (!strcmp(v, "0"))
+			g_dontcache = 0;
+		else
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; choosing per file", v);
+	}
+	/* Last: the wrappers act only once the real functions are known. */
+	__atomic_store_n(&g_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The read path of libmadvseq.so: drop-behind for files streamed with
+ * read(2) and friends, write-behind for streaming writers.
+ *
+ * Which fds are managed (MADVSEQ_READ): noreuse (fds advised
+ * POSIX_FADV_NOREUSE), advised (NOREUSE or SEQUENTIAL; the default), all
+ * (every regular file, classified once at its first read or write), off.
+ * A managed fd stops being managed when the program advises NORMAL,
+ * RANDOM or WILLNEED; a read that is not sequential starts a new run, and
+ * only runs longer than the lag drop anything.
+ *
+ * Signals: read()/write() on an fd that is not managed cost a TLS check
+ * and two atomic loads: async-signal-safe.  On managed fds (and at the
+ * first read of an fd in "all" mode) the shim may allocate, take the
+ * urcu-bp read lock and make syscalls: calling read() on a managed fd
+ * from a signal handler that interrupted malloc is not safe.
+ *
+ * Fork: the per-fd state is inherited with the fds (the same streams); a
+ * child never makes a final drop at close() for an inherited fd.  vfork
+ * children (shared memory) leave the state alone entirely.
+ */
+#ifndef MSQ_READPATH_H
+#define MSQ_READPATH_H
+
+#include "shim.h"
+
+/* Resolves the real functions and reads MADVSEQ_DONTCACHE (from init). */
+void msq_readpath_init(void) MSQ_HIDDEN;
+/* In a fork child: states are now inherited copies. */
+void msq_readpath_atfork_child(void) MSQ_HIDDEN;
+
+#endif

@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Helpers for libmadvseq's preload tests: files on a real disk, page-cache
+measurement with cachestat(2), the shim's environment, memory cgroups.
+
+A test exits 0 (pass), 1 (fail) or 77 (skip, with the reason printed)."""
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+M = 1 << 20
+TMPFS_MAGIC = 0x01021994
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class _CsRange(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in
+                ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+failures = []
+
+
+def check(cond, what):
+    """Records a failed assertion; the test goes on so one run shows all."""
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def done():
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        sys.exit(1)
+    sys.exit(0)
+
+
+def cached(path, off=0, length=0):
+    """Bytes of path's [off, off+length) in the page cache (length 0: to EOF)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        r, cs = _CsRange(off, length), _Cs()
+        if _libc.syscall(451, fd, ctypes.byref(r), ctypes.byref(cs), 0) < 0:
+            e = ctypes.get_errno()
+            skip("cachestat(2) unavailable: %s (Linux 6.5+; root or a writable file)"
+                 % os.strerror(e))
+        return cs.nr_cache * 4096
+    finally:
+        os.close(fd)
+
+
+def evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    if cached(path) > 2 * M:
+        skip("cannot evict %s from the page cache" % path)
+
+
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(4 * M):
+            pass
+
+
+def make_file(path, size):
+    """Deterministic, incompressible-looking content; reused if present."""
+    if os.path.exists(path) and os.path.getsize(path) == size:
+        return path
+    block = bytearray(os.urandom(M))
+    with open(path + ".tmp", "wb") as f:
+        for i in range(size // M):
+            block[0:8] = i.to_bytes(8, "little")
+            f.write(block)
+    os.rename(path + ".tmp", path)
+    return path
+
+
+class Workdir:
+    """A directory on a disk filesystem (page-cache effects need one)."""
+
+    def __init__(self, name):
+        base = os.environ.get("MADVSEQ_TEST_DIR") or os.environ.get("MESON_BUILD_ROOT") or os.getcwd()
+        st = os.statvfs(base)
+        if _fs_type(base) == TMPFS_MAGIC:
+            skip("%s is tmpfs; set MADVSEQ_TEST_DIR to a disk filesystem" % base)
+        self.path = tempfile.mkdtemp(prefix="msq-%s-" % name, dir=base)
+        need = 2 * 1024 * M
+        if st.f_bavail * st.f_frsize < need:
+            skip("less than 2 GiB free under %s" % base)
+
+    def file(self, name, size):
+        return make_file(os.path.join(self.path, name), size)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class _Statfs(ctypes.Structure):
+    _fields_ = [("f_type", ctypes.c_long), ("rest", ctypes.c_long * 15)]
+
+
+def _fs_type(path):
+    st = _Statfs()
+    if _libc.statfs(path.encode(), ctypes.byref(st)) < 0:
+        return 0
+    return st.f_type
+
+
+def library():
+    lib = os.environ.get("MADVSEQ_LIB")
+    if not lib or not os.path.exists(lib):
+        skip("MADVSEQ_LIB does not name the built libmadvseq.so")
+    return lib
+
+
+def shim_env(**extra):
+    """Environment that preloads the shim (MADVSEQ_PRELOAD overrides, e.g.
+    with the sanitizer runtimes first)."""
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = os.environ.get("MADVSEQ_PRELOAD") or library()
+    if "libasan" in env["LD_PRELOAD"]:
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0")
+    for k, v in extra.items():
+        env[k] = str(v)
+    return env
+
+
+def plain_env():
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+def run(cmd, env, timeout=300, check_rc=True):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout)
+    if check_rc and p.returncode != 0:
+        print("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def values(out):
+    """'key value' lines of a client's output, as a dict."""
+    return dict(re.findall(r"^(\w+) (\S+)$", out, re.M))
+
+
+def read_ahead_bytes(path):
+    """The device's read-ahead window: pages ahead of a cursor count too."""
+    st = os.stat(path)
+    d = "/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+    for p in (d + "/queue/read_ahead_kb", d + "/../queue/read_ahead_kb"):
+        try:
+            return int(open(p).read()) * 1024
+        except OSError:
+            pass
+    return 128 * 1024
+
+
+class Monitor(threading.Thread):
+    """Samples a file's cached bytes every 2 ms until stopped."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path, self.max, self.samples, self._stop = path, 0, 0, threading.Event()
+        cached(path)  # skip early if cachestat is missing
+        self.start()
+
+    def run(self):
+        while not self._stop.is_set():
+            self.max = max(self.max, cached(self.path))
+            self.samples += 1
+            time.sleep(0.002)
+
+    def stop(self):
+        self._stop.set()
+        self.join()
+        return self.max
+
+
+# --- memory cgroups (v2 where its memory controller is on, else v1) ---
+
+class Cgroup:
+    def __init__(self, name, limit):
+        self.path, self.v2 = None, False
+        v2root = "/sys/fs/cgroup"
+        own = _own_cgroup()
+        if os.path.exists(v2root + "/cgroup.controllers") and \
+                "memory" in open(v2root + "/cgroup.controllers").read().split():
+            parent = v2root + own.get("", "/")
+            self.v2 = True
+        elif "memory" in own and os.path.isdir("/sys/fs/cgroup/memory"):
+            parent = "/sys/fs/cgroup/memory" + own["memory"]
+        else:
+            skip("no memory cgroup controller (v1 or v2) available")
+        if os.geteuid() != 0:
+            skip("creating memory cgroups needs root")
+        self.path = os.path.join(parent, "msq-test-%s-%d" % (name, os.getpid()))
+        try:
+            os.mkdir(self.path)
+        except OSError as e:
+            skip("cannot create a memory cgroup under %s: %s" % (parent, e))
+        self._write("memory.max" if self.v2 else "memory.limit_in_bytes", str(limit))
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def stat(self):
+        out = {}
+        for line in open(os.path.join(self.path, "memory.stat")):
+            k, v = line.split()
+            out[k] = int(v)
+        return out
+
+    def file_bytes(self):
+        s = self.stat()
+        return s.get("file", s.get("cache", 0))
+
+    def prefix(self):
+        """A command prefix that runs a program inside this cgroup."""
+        return ["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec "$@"', self.path]
+
+    def remove(self):
+        if not self.path:
+            return
+        for _ in range(50):
+            try:
+                pids = open(os.path.join(self.path, "cgroup.procs")).read().split()
+                for p in pids:
+                    try:
+                        os.kill(int(p), 9)
+                    except OSError:
+                        pass
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def _own_cgroup():
+    out = {}
+    for line in open("/proc/self/cgroup"):
+        _, ctrls, path = line.rstrip("\n").split(":", 2)
+        for c in ctrls.split(","):
+            out[c] = path
+    return out
