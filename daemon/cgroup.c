@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/fault.h"
+
+/* Reads a small file into buf (NUL-terminated).  Returns length or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if (MSQ_FAULT("madvseq/daemon/proc/read"))
+		return -EIO;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+int msqd_cgroup_of(const char *proc_root, pid_t pid, char *path, size_t len,
+		   enum msqd_cg_layout *layout)
+{
+	char file[256], buf[8192], *save = NULL, *v2 = NULL;
+	ssize_t n;
+
+	snprintf(file, sizeof(file), "%s/%d/cgroup", proc_root, (int)pid);
+	if ((n = read_small(file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		/* "hierarchy-ID:controller-list:path" */
+		char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		if (!strcmp(l, "0:") && c1[1] == '\0') {
+			v2 = c2 + 1;
+			continue;
+		}
+		for (char *ctl = c1 + 1, *s2 = NULL, *t; (t = strtok_r(ctl, ",", &s2)); ctl = NULL)
+			if (!strcmp(t, "memory")) {
+				if (strlen(c2 + 1) >= len)
+					return -ENAMETOOLONG;
+				strcpy(path, c2 + 1);
+				*layout = MSQD_CG_V1;
+				return 0;
+			}
+	}
+	if (!v2)
+		return -ENOENT;
+	if (strlen(v2) >= len)
+		return -ENAMETOOLONG;
+	strcpy(path, v2);
+	*layout = MSQD_CG_V2;
+	return 0;
+}
+
+static int read_u64(const char *path, uint64_t *v, bool *is_max)
+{
+	char buf[64], *end;
+	ssize_t n = read_small(path, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	*is_max = !strncmp(buf, "max", 3);
+	if (*is_max) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
+static double read_psi_some_avg10(const char *path)
+{
+	char buf[512], *p;
+
+	if (read_small(path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "some avg10=")))
+		return -1;
+	return strtod(p + 11, NULL);
+}
+
+int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char *path,
+			 enum msqd_cg_layout layout, struct msqd_pressure *out)
+{
+	char dir[4096], file[4200];
+	struct msqd_pressure p = { .some_avg10 = -1 };
+	bool is_max;
+	uint64_t v;
+	int rc;
+
+	if (layout == MSQD_CG_V1)
+		snprintf(dir, sizeof(dir), "%s/memory%s", cg_root, strcmp(path, "/") ? path : "");
+	else
+		snprintf(dir, sizeof(dir), "%s%s", cg_root, strcmp(path, "/") ? path : "");
+	snprintf(file, sizeof(file), "%s/%s", dir, layout == MSQD_CG_V1 ? "memory.usage_in_bytes" : "memory.current");
+	if ((rc = read_u64(file, &p.usage, &is_max)) < 0)
+		return rc;
+	/* The tightest limit from here up: a child without its own limit is
+	 * bounded by its parent's. */
+	for (;;) {
+		char *slash;
+
+		snprintf(file, sizeof(file), "%s/%s", dir, layout == MSQD_CG_V1 ? "memory.limit_in_bytes" : "memory.max");
+		if (read_u64(file, &v, &is_max) == 0 && !is_max && v < (UINT64_C(1) << 62) &&
+		    (!p.limit || v < p.limit))
+			p.limit = v;
+		slash = strrchr(dir, '/');
+		if (!slash || (size_t)(slash - dir) < strlen(cg_root) + (layout == MSQD_CG_V1 ? 7 : 0))
+			break;
+		*slash = '\0';
+	}
+	if (layout == MSQD_CG_V2) {
+		snprintf(file, sizeof(file), "%s%s/memory.pressure", cg_root, strcmp(path, "/") ? path : "");
+		p.some_avg10 = read_psi_some_avg10(file);
+	} else {
+		snprintf(file, sizeof(file), "%s/pressure/memory", proc_root);
+		p.some_avg10 = read_psi_some_avg10(file);
+	}
+	*out = p;
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Which cgroup a process is in, and how much memory pressure that cgroup
+ * is under.  Paths are read below a proc root and a cgroupfs root, so tests
+ * point them at a fixture tree.
+ *
+ * The cgroup that matters is the one whose memory the page cache is
+ * charged to: the v1 memory controller's, where a v1 hierarchy has it
+ * (hosts whose cgroup2 mount has no memory controller), else the v2 path.
+ */
+#ifndef MSQD_CGROUP_H
+#define MSQD_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum msqd_cg_layout {
+	MSQD_CG_V2 = 2, /* <root>/<path>/memory.{current,max,pressure} */
+	MSQD_CG_V1 = 1, /* <root>/memory/<path>/memory.{usage,limit}_in_bytes */
+};
+
+/*
+ * Reads <proc_root>/<pid>/cgroup.  Writes the memory cgroup's path
+ * ("/a/b") to path.  Returns 0 or -errno (-ENOENT: no memory cgroup line).
+ */
+int msqd_cgroup_of(const char *proc_root, pid_t pid, char *path, size_t len,
+		   enum msqd_cg_layout *layout);
+
+struct msqd_pressure {
+	uint64_t usage, limit; /* bytes; limit 0 when none found */
+	double some_avg10;     /* -1 when unknown */
+};
+
+/* Reads usage, the tightest limit on the way to the root, and memory PSI
+ * (v2: the cgroup's memory.pressure; v1: /proc/pressure/memory, the whole
+ * machine).  Returns 0 or -errno. */
+int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char *path,
+			 enum msqd_cg_layout layout, struct msqd_pressure *out);
+
+#endif

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "conf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fnmatch.h>
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/config.h"
+#include <madvseq/protocol.h>
+
+#include "log.h"
+
+static const struct msqd_policy builtin = {
+	.mode = MSQ_MODE_PAGEOUT,
+	.read = MSQ_READ_ADVISED,
+	.lag = MSQ_DEFAULT_LAG,
+	.discover = false,
+	.strong_refs = true,
+};
+
+void msqd_policy_default(struct msqd_policy *p)
+{
+	*p = builtin;
+}
+
+void msqd_conf_init(struct msqd_conf *c)
+{
+	*c = (struct msqd_conf){
+		.interval_ns = MSQ_DEFAULT_INTERVAL_NS,
+		.discover_interval_ns = UINT64_C(2) * 1000 * 1000 * 1000,
+		.hello_timeout_ns = UINT64_C(5) * 1000 * 1000 * 1000,
+		.max_clients = 4096,
+		.log_level = -1,
+	};
+}
+
+void msqd_conf_free(struct msqd_conf *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->sec[i].glob);
+	free(c->sec);
+	free(c->path);
+	c->sec = NULL;
+	c->n = 0;
+	c->path = NULL;
+}
+
+struct parse {
+	struct msqd_conf *c;
+	const char *file;
+	FILE *f;
+	int line; /* of the line inih is handling: counted by our reader */
+	bool failed;
+};
+
+__attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line, const char *fmt, ...)
+{
+	char what[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (!p->failed)
+		snprintf(p->c->error, sizeof(p->c->error), "%s:%d: %s", p->file, line, what);
+	p->failed = true;
+	return 0; /* inih: stop counting this line as good */
+}
+
+static int parse_percent(const char *v, unsigned *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || (*end && strcmp(end, "%")) || x > 100)
+		return -EINVAL;
+	*out = (unsigned)x;
+	return 0;
+}
+
+static int parse_psi(const char *v, double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || *end || !(x >= 0 && x <= 100))
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+static int on_daemon_key(struct parse *p, const char *k, const char *v, int line)
+{
+	struct msqd_conf *c = p->c;
+	int lvl;
+	uint64_t u;
+
+	if (!strcmp(k, "socket")) {
+		if (v[0] != '/' || strlen(v) >= sizeof(c->socket))
+			return fail(p, line, "socket: '%s' is not an absolute path shorter than 108 bytes%s", v, "");
+		strcpy(c->socket, v);
+	} else if (!strcmp(k, "interval")) {
+		if (msq_parse_duration_ns(v, &c->interval_ns) < 0)
+			return fail(p, line, "interval: '%s' is not a duration from 100us to 1h%s", v, "");
+	} else if (!strcmp(k, "discover_interval")) {
+		if (msq_parse_duration_ns(v, &c->discover_interval_ns) < 0)
+			return fail(p, line, "discover_interval: '%s' is not a duration from 100us to 1h%s", v, "");
+	} else if (!strcmp(k, "hello_timeout")) {
+		if (msq_parse_duration_ns(v, &c->hello_timeout_ns) < 0)
+			return fail(p, line, "hello_timeout: '%s' is not a duration from 100us to 1h%s", v, "");
+	} else if (!strcmp(k, "max_clients")) {
+		if (msq_parse_size(v, &u) < 0 || u < 1 || u > 1000000)
+			return fail(p, line, "max_clients: '%s' is not a number from 1 to 1000000%s", v, "");
+		c->max_clients = (unsigned)u;
+	} else if (!strcmp(k, "log_level")) {
+		if ((lvl = msqd_parse_log_level(v)) < 0)
+			return fail(p, line, "log_level: '%s' is not one of err, warning, notice, info, debug%s", v, "");
+		c->log_level = lvl;
+	} else {
+		return fail(p, line, "unknown key '%s' in [daemon]%s", k, "");
+	}
+	return 1;
+}
+
+static int on_policy_key(struct parse *p, struct msqd_policy *pol, const char *k, const char *v,
+			 int line)
+{
+	if (!strcmp(k, "mode")) {
+		if (msq_parse_mode(v, &pol->mode) < 0)
+			return fail(p, line, "mode: '%s' is not pageout, cold or off%s", v, "");
+	} else if (!strcmp(k, "lag")) {
+		uint64_t lag;
+
+		if (msq_parse_size(v, &lag) < 0 || lag < MSQ_CHUNK || lag % 4096)
+			return fail(p, line, "lag: '%s' is not a size of at least 2M in whole pages%s", v, "");
+		pol->lag = lag;
+	} else if (!strcmp(k, "discover")) {
+		if (msq_parse_bool(v, &pol->discover) < 0)
+			return fail(p, line, "discover: '%s' is not a boolean (yes/no)%s", v, "");
+	} else if (!strcmp(k, "strong_refs")) {
+		if (msq_parse_bool(v, &pol->strong_refs) < 0)
+			return fail(p, line, "strong_refs: '%s' is not a boolean (yes/no)%s", v, "");
+	} else if (!strcmp(k, "read")) {
+		if (msq_parse_read_mode(v, &pol->read) < 0)
+			return fail(p, line, "read: '%s' is not noreuse, advised, all or off%s", v, "");
+	} else if (!strcmp(k, "pressure")) {
+		if (parse_percent(v, &pol->pressure_pct) < 0)
+			return fail(p, line, "pressure: '%s' is not a percentage from 0%% to 100%%%s", v, "");
+	} else if (!strcmp(k, "psi")) {
+		if (parse_psi(v, &pol->psi_some_avg10) < 0)
+			return fail(p, line, "psi: '%s' is not a memory PSI 'some avg10' level from 0 to 100%s", v, "");
+	} else {
+		return fail(p, line, "unknown key '%s'%s", k, "");
+	}
+	return 1;
+}
+
+static int on_entry(void *user, const char *section, const char *k, const char *v)
+{
+	struct parse *p = user;
+	struct msqd_conf *c = p->c;
+	int line = p->line;
+
+	if (!strcmp(section, "daemon"))
+		return on_daemon_key(p, k, v, line);
+	if (section[0] != '/')
+		return fail(p, line, "section [%s] is neither [daemon] nor a cgroup path glob starting with '/'%s",
+			    section, "");
+	if (!c->n || strcmp(c->sec[c->n - 1].glob, section)) {
+		/* A new section (inih calls per key; a repeated name is a new
+		 * section too, later wins on equal specificity). */
+		struct msqd_section *s = realloc(c->sec, (c->n + 1) * sizeof(*s));
+
+		if (!s)
+			return fail(p, line, "out of memory%s%s", "", "");
+		c->sec = s;
+		s = &c->sec[c->n];
+		*s = (struct msqd_section){ .glob = strdup(section), .line = (unsigned)line };
+		msqd_policy_default(&s->p);
+		if (!s->glob)
+			return fail(p, line, "out of memory%s%s", "", "");
+		c->n++;
+	}
+	return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
+}
+
+/* fgets for inih, counting lines so errors can name theirs. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse *p = stream;
+	char *r = fgets(str, num, p->f);
+
+	if (r && (strchr(r, '\n') || feof(p->f)))
+		p->line++;
+	return r;
+}
+
+int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok)
+{
+	struct parse p = { .c = c, .file = path };
+	FILE *f = fopen(path, "re");
+	int rc;
+
+	if (!f) {
+		rc = -errno;
+		if (rc == -ENOENT && missing_ok) {
+			c->path = strdup(path);
+			return 0;
+		}
+		snprintf(c->error, sizeof(c->error), "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	p.f = f;
+	rc = ini_parse_stream(reader, &p, on_entry, &p);
+	fclose(f);
+	if (rc > 0 && !p.failed)
+		snprintf(c->error, sizeof(c->error), "%s:%d: not a 'key = value' line or '[section]'", path, rc);
+	if (rc != 0 || p.failed)
+		return -EINVAL;
+	c->path = strdup(path);
+	return 0;
+}
+
+static unsigned specificity(const char *glob)
+{
+	unsigned n = 0;
+
+	for (const char *g = glob; *g; g++)
+		if (*g != '*' && *g != '?' && *g != '[' && *g != ']')
+			n++;
+	return n;
+}
+
+const struct msqd_policy *msqd_conf_resolve(const struct msqd_conf *c, const char *cgroup,
+					    const char **section)
+{
+	const struct msqd_section *best = NULL;
+	unsigned best_score = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		unsigned sc;
+
+		if (fnmatch(c->sec[i].glob, cgroup, 0) != 0)
+			continue;
+		sc = specificity(c->sec[i].glob);
+		if (!best || sc >= best_score) {
+			best = &c->sec[i];
+			best_score = sc;
+		}
+	}
+	if (section)
+		*section = best ? best->glob : NULL;
+	return best ? &best->p : &builtin;
+}
+
+void msqd_policy_format(const struct msqd_policy *p, char *buf, size_t len)
+{
+	char lag[32], psi[32] = "off", pr[16] = "off";
+
+	if (p->pressure_pct)
+		snprintf(pr, sizeof(pr), "%u%%", p->pressure_pct);
+	if (p->psi_some_avg10 > 0)
+		snprintf(psi, sizeof(psi), "%g", p->psi_some_avg10);
+	snprintf(buf, len, "mode=%s lag=%s discover=%s read=%s strong_refs=%s pressure=%s psi=%s",
+		 msq_mode_name(p->mode), msq_format_size(p->lag, lag, sizeof(lag)),
+		 p->discover ? "yes" : "no", msq_read_mode_name(p->read),
+		 p->strong_refs ? "yes" : "no", pr, psi);
+}
+
+void msqd_conf_print(const struct msqd_conf *c, FILE *f)
+{
+	char buf[256];
+
+	fprintf(f, "# %s\n[daemon]\nsocket = %s\ninterval = %llums\ndiscover_interval = %llums\n"
+		   "hello_timeout = %llums\nmax_clients = %u\nlog_level = %s\n",
+		c->path ? c->path : "(built-in)", c->socket[0] ? c->socket : MSQ_DEFAULT_SOCKET,
+		(unsigned long long)(c->interval_ns / 1000000),
+		(unsigned long long)(c->discover_interval_ns / 1000000),
+		(unsigned long long)(c->hello_timeout_ns / 1000000), c->max_clients,
+		msqd_log_level_name(c->log_level >= 0 ? c->log_level : LOG_INFO));
+	msqd_policy_format(&builtin, buf, sizeof(buf));
+	fprintf(f, "# cgroups no section matches: %s\n", buf);
+	for (size_t i = 0; i < c->n; i++) {
+		msqd_policy_format(&c->sec[i].p, buf, sizeof(buf));
+		fprintf(f, "[%s] # line %u\n%s\n", c->sec[i].glob, c->sec[i].line, buf);
+	}
+}
+
+bool msqd_conf_any_discover(const struct msqd_conf *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->sec[i].p.discover && c->sec[i].p.mode != MSQ_MODE_OFF)
+			return true;
+	return false;
+}

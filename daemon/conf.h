@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * madvseqd.conf: INI (libinih).  [daemon] holds the service's own
+ * settings; every section whose name starts with '/' is a glob (fnmatch,
+ * '*' also crosses '/') over cgroup paths: v2 paths, or the memory
+ * controller's v1 paths on hosts where v2 has no memory controller.  The
+ * most specific matching section wins (most literal characters; on a tie,
+ * the later one); keys a section does not set keep their built-in default.
+ */
+#ifndef MSQD_CONF_H
+#define MSQD_CONF_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <madvseq/policy.h>
+
+struct msqd_policy {
+	enum msq_mode mode;
+	enum msq_read_mode read;
+	uint64_t lag;
+	bool discover;        /* scan smaps for 'sr' VMAs of unshimmed programs */
+	bool strong_refs;     /* check kpageflags/kpagecount before dropping */
+	unsigned pressure_pct;/* act only above this % of the memory limit (0: always) */
+	double psi_some_avg10;/* ...or only above this memory PSI "some avg10" (0: off) */
+};
+
+struct msqd_section {
+	char *glob;
+	unsigned line;
+	struct msqd_policy p;
+};
+
+struct msqd_conf {
+	char *path;
+	struct msqd_section *sec;
+	size_t n;
+	/* [daemon] */
+	char socket[108];
+	uint64_t interval_ns;
+	uint64_t discover_interval_ns;
+	uint64_t hello_timeout_ns;
+	unsigned max_clients;
+	int log_level; /* -1: not set */
+	/* the first error: "FILE:LINE: what" */
+	char error[512];
+};
+
+void msqd_policy_default(struct msqd_policy *p);
+void msqd_conf_init(struct msqd_conf *c);
+void msqd_conf_free(struct msqd_conf *c);
+/*
+ * Parses path into c (initialised by the caller).  A missing file is an
+ * empty configuration when missing_ok.  Returns 0, or -errno with
+ * c->error set to "FILE:LINE: reason".
+ */
+int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok);
+/* The effective policy for a cgroup path; *section gets the winning
+ * section's glob (NULL: built-in defaults). */
+const struct msqd_policy *msqd_conf_resolve(const struct msqd_conf *c, const char *cgroup,
+					    const char **section);
+/* One line "mode=... lag=..." for p. */
+void msqd_policy_format(const struct msqd_policy *p, char *buf, size_t len);
+/* --check-config output: every section's effective policy. */
+void msqd_conf_print(const struct msqd_conf *c, FILE *f);
+/* True if any section has discover = yes. */
+bool msqd_conf_any_discover(const struct msqd_conf *c);
+
+#endif

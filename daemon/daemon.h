@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * madvseqd's shared state.  The daemon is one thread: an epoll loop
+ * (main.c) that serves the socket (server.c), runs management cycles over
+ * every client's regions (manage.c), rescans processes of discover = yes
+ * cgroups (discover.c) and answers status queries (metrics.c).
+ *
+ * A "client" is a process whose memory the daemon manages: either a shim
+ * that connected (fd >= 0) or a process found by discovery (fd == -1).
+ * Its identity is a pidfd taken from the kernel (SO_PEERPIDFD, or
+ * SO_PEERCRED + pidfd_open checked against the socket), never from a
+ * message; its pagemap is opened while that pidfd shows it alive, so pid
+ * reuse cannot point either at another process.
+ */
+#ifndef MSQD_DAEMON_H
+#define MSQD_DAEMON_H
+
+#include <limits.h>
+#include <stdlib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/stream.h"
+#include "cgroup.h"
+#include "conf.h"
+
+/* Frees *p with free() at scope exit (systemd style). */
+#define _cleanup_(f) __attribute__((cleanup(f)))
+static inline void freep(void *p) { free(*(void **)p); }
+void msqd_closep(int *fd);
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(msqd_closep)
+
+struct msqd_region {
+	struct msq_stream s;
+	uint64_t id;   /* the client's id; discovery: 0 */
+	bool seen;     /* discovery: found again in this scan */
+};
+
+/* One per cgroup path seen; lives until the daemon exits or reloads. */
+struct msqd_cg {
+	char *path;
+	enum msqd_cg_layout layout;
+	const struct msqd_policy *pol; /* into the current configuration */
+	const char *section;           /* winning section, NULL: built-in */
+	uint64_t dropped, kept_strong, kept_mapped;
+	unsigned clients, regions;
+	bool gate_open;
+	uint64_t gate_checked_ns;
+	struct msqd_pressure pr;
+	struct msqd_cg *next;
+};
+
+enum { MSQD_W_LISTEN, MSQD_W_SOCK, MSQD_W_PIDFD, MSQD_W_SIGNAL };
+struct msqd_watch {
+	int kind;
+	struct msqd_client *c;
+};
+
+struct msqd_client {
+	int fd;     /* socket; -1: found by discovery */
+	int pidfd;
+	pid_t pid;
+	uid_t uid;
+	bool hello, ctl, dead;
+	uint64_t since_ns;
+	struct msqd_cg *cg;
+	struct msq_engine eng; /* pidfd and the client's pagemap */
+	struct msqd_region **r;
+	size_t nr, cap;
+	uint64_t proto_errors;
+	struct msqd_watch wsock, wpid;
+	struct msqd_client *prev, *next;
+};
+
+struct msqd {
+	/* settings */
+	const char *proc_root, *cg_root, *config_path;
+	char socket[108];
+	struct msqd_conf conf;
+	/* state */
+	int epfd, lfd, sigfd;
+	struct msqd_client *clients; /* list */
+	unsigned nclients, nshim, ndiscovered;
+	struct msqd_cg *cgs;
+	uint64_t now_ns, next_cycle_ns, next_discover_ns, sleep_ns;
+	uint64_t cycles, last_cycle_ns, max_cycle_ns;
+	uint64_t dropped_total, kept_strong_total;
+	uint64_t proto_errors, refused_regions, discover_scans;
+	bool refs_ok;        /* kpageflags usable */
+	bool refs_warned;
+	int kpageflags_fd, kpagecount_fd;
+	uint64_t started_ns;
+	struct msqd_client *cur; /* the client being cycled (for refs.c) */
+};
+
+uint64_t msqd_now_ns(void);
+
+/* server.c */
+int msqd_server_listen(struct msqd *d);
+void msqd_server_accept(struct msqd *d);
+void msqd_server_readable(struct msqd *d, struct msqd_client *c);
+void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why);
+struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid, uid_t uid);
+/* Opens the client's pagemap and resolves its cgroup; 0 or -errno. */
+int msqd_client_attach(struct msqd *d, struct msqd_client *c);
+void msqd_server_timeouts(struct msqd *d);
+/* Text replies for status / stats (metrics.c fills the buffer). */
+
+/* manage.c */
+int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t start,
+		    uint64_t len, uint64_t dev, uint64_t ino, uint64_t off, bool checked_vma,
+		    const char *path, bool shared, bool writable);
+void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
+/* Returns bytes dropped in this pass. */
+uint64_t msqd_cycle(struct msqd *d);
+struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout);
+void msqd_cg_reresolve(struct msqd *d);
+
+/* discover.c */
+void msqd_discover(struct msqd *d);
+
+/* refs.c */
+void msqd_refs_init(struct msqd *d);
+int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop,
+		     void *arg);
+const char *msqd_fidelity(const struct msqd *d);
+
+/* metrics.c */
+/* Appends to a malloc'd buffer; returns 0 or -ENOMEM. */
+int msqd_status_text(struct msqd *d, char **buf, size_t *len);
+int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len);
+
+#endif

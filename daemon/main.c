@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * madvseqd: command line, configuration (re)loading, signals, systemd
+ * notification and the event loop.  See madvseqd(8).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include <madvseq/protocol.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define DEFAULT_CONFIG "/etc/madvseq/madvseqd.conf"
+
+uint64_t msqd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: madvseqd [OPTION]...\n"
+		"Drops page cache behind MADV_SEQUENTIAL readers, per cgroup policy.\n\n"
+		"  -c, --config FILE       configuration (default " DEFAULT_CONFIG ")\n"
+		"  -s, --socket PATH       listening socket (default " MSQ_DEFAULT_SOCKET ")\n"
+		"  -l, --log-level LEVEL   err, warning, notice, info (default), debug\n"
+		"      --check-config FILE print the effective policy per section, or the error\n"
+		"      --resolve PID       print PID's cgroup, its policy and pressure, then exit\n"
+		"      --proc-root DIR     where /proc is (tests)\n"
+		"      --cgroup-root DIR   where cgroupfs is (default /sys/fs/cgroup)\n"
+		"  -h, --help              this text\n"
+		"  -V, --version           version\n");
+}
+
+static int load_config(struct msqd *d, struct msqd_conf *c)
+{
+	bool is_default = !strcmp(d->config_path, DEFAULT_CONFIG);
+	int rc;
+
+	msqd_conf_init(c);
+	rc = msqd_conf_load(c, d->config_path, is_default);
+	if (rc < 0)
+		log_err("%s", c->error);
+	return rc;
+}
+
+static void apply_daemon_settings(struct msqd *d, const char *socket_arg, int level_arg)
+{
+	if (socket_arg)
+		snprintf(d->socket, sizeof(d->socket), "%s", socket_arg);
+	else if (d->conf.socket[0])
+		snprintf(d->socket, sizeof(d->socket), "%s", d->conf.socket);
+	else
+		snprintf(d->socket, sizeof(d->socket), "%s", MSQ_DEFAULT_SOCKET);
+	if (level_arg >= 0)
+		msqd_log_level = level_arg;
+	else if (d->conf.log_level >= 0)
+		msqd_log_level = d->conf.log_level;
+}
+
+static void reload(struct msqd *d, const char *socket_arg, int level_arg)
+{
+	struct msqd_conf c;
+	char old_socket[sizeof(d->socket)];
+
+	sd_notify(0, "RELOADING=1");
+	if (load_config(d, &c) < 0) {
+		log_err("reload failed; keeping the previous configuration");
+		msqd_conf_free(&c);
+		sd_notify(0, "READY=1\nSTATUS=reload failed; previous configuration in use");
+		return;
+	}
+	/* Policies point into the configuration: swap, re-resolve, then free. */
+	{
+		struct msqd_conf old = d->conf;
+
+		d->conf = c;
+		msqd_cg_reresolve(d);
+		msqd_conf_free(&old);
+	}
+	strcpy(old_socket, d->socket);
+	apply_daemon_settings(d, socket_arg, level_arg);
+	if (strcmp(old_socket, d->socket)) {
+		log_warn("socket path changes need a restart; still listening on %s", old_socket);
+		strcpy(d->socket, old_socket);
+	}
+	d->sleep_ns = d->conf.interval_ns;
+	log_info("configuration reloaded from %s (%zu cgroup sections)", d->config_path, d->conf.n);
+	sd_notify(0, "READY=1\nSTATUS=configuration reloaded");
+}
+
+static int resolve_pid(struct msqd *d, pid_t pid)
+{
+	char path[4096], pol[256];
+	enum msqd_cg_layout layout;
+	const char *sec;
+	const struct msqd_policy *p;
+	struct msqd_pressure pr;
+	int rc = msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout);
+
+	if (rc < 0) {
+		fprintf(stderr, "madvseqd: pid %d: %s\n", (int)pid, strerror(-rc));
+		return 1;
+	}
+	p = msqd_conf_resolve(&d->conf, path, &sec);
+	msqd_policy_format(p, pol, sizeof(pol));
+	printf("pid %d cgroup %s (v%d)\nsection %s\npolicy %s\n", (int)pid, path, (int)layout,
+	       sec ? sec : "built-in", pol);
+	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, path, layout, &pr) == 0)
+		printf("usage %llu limit %llu psi_some_avg10 %.2f\n", (unsigned long long)pr.usage,
+		       (unsigned long long)pr.limit, pr.some_avg10);
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* A socket, a pidfd and a pagemap per client. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "check-config", required_argument, NULL, 'C' },
+		{ "resolve", required_argument, NULL, 'R' },
+		{ "proc-root", required_argument, NULL, 'P' },
+		{ "cgroup-root", required_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	struct msqd d = {
+		.proc_root = "/proc", .cg_root = "/sys/fs/cgroup", .config_path = DEFAULT_CONFIG,
+		.epfd = -1, .lfd = -1, .sigfd = -1,
+	};
+	const char *socket_arg = NULL, *check = NULL;
+	struct msqd_watch wl = { MSQD_W_LISTEN, NULL }, ws = { MSQD_W_SIGNAL, NULL };
+	int level_arg = -1, opt, rc;
+	long resolve = 0;
+	sigset_t mask;
+	uint64_t next_timeouts = 0;
+
+	msqd_log_init("madvseqd");
+	while ((opt = getopt_long(argc, argv, "c:s:l:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': d.config_path = optarg; break;
+		case 's': socket_arg = optarg; break;
+		case 'l':
+			if ((level_arg = msqd_parse_log_level(optarg)) < 0) {
+				fprintf(stderr, "madvseqd: --log-level: '%s' is not err, warning, notice, info or debug\n", optarg);
+				return 2;
+			}
+			break;
+		case 'C': check = optarg; break;
+		case 'R': resolve = strtol(optarg, NULL, 10); break;
+		case 'P': d.proc_root = optarg; break;
+		case 'G': d.cg_root = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("madvseqd %s (protocol %d)\n", MSQD_VERSION, MSQ_PROTO_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (check) {
+		struct msqd_conf c;
+
+		msqd_conf_init(&c);
+		if (msqd_conf_load(&c, check, false) < 0) {
+			fprintf(stderr, "%s\n", c.error);
+			msqd_conf_free(&c);
+			return 1;
+		}
+		msqd_conf_print(&c, stdout);
+		msqd_conf_free(&c);
+		return 0;
+	}
+	if (load_config(&d, &d.conf) < 0)
+		return 1;
+	apply_daemon_settings(&d, socket_arg, level_arg);
+	if (resolve > 0) {
+		rc = resolve_pid(&d, (pid_t)resolve);
+		msqd_conf_free(&d.conf);
+		return rc;
+	}
+
+	raise_nofile();
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	d.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d.sigfd < 0 || d.epfd < 0) {
+		log_err("signalfd/epoll: %s", strerror(errno));
+		return 1;
+	}
+	if ((rc = msqd_server_listen(&d)) < 0) {
+		log_err("cannot listen on %s: %s", d.socket, strerror(-rc));
+		return 1;
+	}
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.lfd, &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &wl });
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.sigfd, &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &ws });
+	msqd_refs_init(&d);
+	d.started_ns = d.now_ns = msqd_now_ns();
+	d.sleep_ns = d.conf.interval_ns;
+	d.next_cycle_ns = d.now_ns + d.sleep_ns;
+	d.next_discover_ns = d.now_ns;
+	log_info("listening on %s; %s; config %s (%zu cgroup sections)", d.socket, msqd_fidelity(&d),
+		 d.config_path, d.conf.n);
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s\nMAINPID=%d", d.socket, (int)getpid());
+
+	for (;;) {
+		struct epoll_event ev[64];
+		uint64_t wake = d.next_cycle_ns;
+		int timeout, n;
+
+		if (msqd_conf_any_discover(&d.conf) && d.next_discover_ns < wake)
+			wake = d.next_discover_ns;
+		d.now_ns = msqd_now_ns();
+		timeout = wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
+		n = epoll_wait(d.epfd, ev, 64, timeout);
+		if (n < 0 && errno != EINTR) {
+			log_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		d.now_ns = msqd_now_ns();
+		for (int i = 0; i < n; i++) {
+			struct msqd_watch *w = ev[i].data.ptr;
+
+			switch (w->kind) {
+			case MSQD_W_LISTEN:
+				msqd_server_accept(&d);
+				break;
+			case MSQD_W_SIGNAL: {
+				struct signalfd_siginfo si;
+
+				while (read(d.sigfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						reload(&d, socket_arg, level_arg);
+					} else {
+						log_info("signal %d: exiting", (int)si.ssi_signo);
+						goto out;
+					}
+				}
+				break;
+			}
+			case MSQD_W_SOCK:
+			case MSQD_W_PIDFD:
+				/* One event per client per round: a drop by one event
+				 * must not leave the other pointing at freed memory. */
+				for (int j = i + 1; j < n; j++) {
+					struct msqd_watch *o = ev[j].data.ptr;
+
+					if ((o->kind == MSQD_W_SOCK || o->kind == MSQD_W_PIDFD) && o->c == w->c)
+						ev[j].data.ptr = &wl; /* handled below as accept: harmless */
+				}
+				if (w->kind == MSQD_W_PIDFD)
+					msqd_client_drop(&d, w->c, "exited");
+				else
+					msqd_server_readable(&d, w->c);
+				break;
+			}
+		}
+		d.now_ns = msqd_now_ns();
+		if (d.now_ns >= d.next_cycle_ns) {
+			msqd_cycle(&d);
+			for (struct msqd_client *c = d.clients, *next; c; c = next) {
+				next = c->next;
+				if (c->dead)
+					msqd_client_drop(&d, c, "exited");
+			}
+			d.now_ns = msqd_now_ns();
+			d.next_cycle_ns = d.now_ns + d.sleep_ns;
+		}
+		if (msqd_conf_any_discover(&d.conf) && d.now_ns >= d.next_discover_ns) {
+			msqd_discover(&d);
+			d.now_ns = msqd_now_ns();
+			d.next_discover_ns = d.now_ns + d.conf.discover_interval_ns;
+		}
+		if (d.now_ns >= next_timeouts) {
+			msqd_server_timeouts(&d);
+			next_timeouts = d.now_ns + 200 * 1000000ull;
+		}
+	}
+out:
+	sd_notify(0, "STOPPING=1");
+	while (d.clients)
+		msqd_client_drop(&d, d.clients, "daemon exiting");
+	unlink(d.socket);
+	close(d.lfd);
+	msqd_conf_free(&d.conf);
+	for (struct msqd_cg *g = d.cgs, *next; g; g = next) {
+		next = g->next;
+		free(g->path);
+		free(g);
+	}
+	return 0;
+}

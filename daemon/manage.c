@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Managed regions and the management cycle: the shared engine
+ * (common/stream.c) run against another process, through its pidfd
+ * (process_madvise) and its /proc/PID/pagemap.  Advice is only ever
+ * MADV_PAGEOUT or MADV_COLD, which never lose data (dirty pages are
+ * written back first, anonymous pages stay without swap), so even a range
+ * the client unmapped a moment ago cannot be harmed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/fault.h"
+#include "../common/maps.h"
+#include "../common/sys.h"
+#include "daemon.h"
+#include "log.h"
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#define SNAP_STEP (UINT64_C(64) << 20)
+#define GATE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
+/* Aim for about this much to drop per cycle while streams run. */
+#define TARGET_PER_CYCLE (2 * MSQ_CHUNK)
+
+struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout)
+{
+	struct msqd_cg *g;
+
+	for (g = d->cgs; g; g = g->next)
+		if (g->layout == layout && !strcmp(g->path, path))
+			return g;
+	if (MSQ_FAULT("madvseq/alloc") || !(g = calloc(1, sizeof(*g))))
+		return NULL;
+	if (!(g->path = strdup(path))) {
+		free(g);
+		return NULL;
+	}
+	g->layout = layout;
+	g->pol = msqd_conf_resolve(&d->conf, path, &g->section);
+	g->next = d->cgs;
+	d->cgs = g;
+	return g;
+}
+
+void msqd_cg_reresolve(struct msqd *d)
+{
+	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+		g->pol = msqd_conf_resolve(&d->conf, g->path, &g->section);
+		g->gate_checked_ns = 0;
+	}
+}
+
+struct check {
+	uint64_t start, end, off, dev, ino;
+	uint64_t covered; /* next address that must be covered */
+	bool shared, writable, bad;
+	char path[PATH_MAX];
+};
+
+static int on_vma(const struct msq_vma *v, void *arg)
+{
+	struct check *k = arg;
+	uint64_t a = v->start > k->start ? v->start : k->start;
+
+	/* Contiguous, the same file, at the offsets the client named. */
+	if (v->start > k->covered || (uint64_t)v->dev != k->dev || v->ino != k->ino || !v->ino ||
+	    v->path[0] != '/' || !v->read || v->off + (a - v->start) != k->off + (a - k->start)) {
+		k->bad = true;
+		return 1;
+	}
+	if (a == k->start) {
+		k->shared = v->shared;
+		k->writable = v->write;
+		snprintf(k->path, sizeof(k->path), "%s", v->path);
+	} else if (v->shared != k->shared) {
+		k->bad = true;
+		return 1;
+	}
+	k->writable |= v->write;
+	k->covered = v->end;
+	return 0;
+}
+
+/*
+ * Pages of the file already cached before the region was handed over,
+ * and not mapped by the client itself: strong references to keep, like
+ * the shim's snapshot.  Read through /proc/PID/map_files (the very file
+ * the client maps, whatever its mount namespace) and mincore, which tells
+ * the truth to a privileged caller.  Best effort.
+ */
+static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s, uint64_t vma_lo,
+		     uint64_t vma_hi)
+{
+	char p[256];
+	struct stat st;
+	unsigned char *vec = NULL;
+	int fd, rc = 0;
+
+	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
+		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
+	if (fd < 0)
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino ||
+	    !(vec = malloc(SNAP_STEP / 4096)))
+		goto out;
+	msq_extents_clear(&c->eng.present);
+	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
+	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
+		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
+		uint64_t foff = s->file_off + (a - s->start), run = 0;
+		void *m;
+
+		if (foff >= (uint64_t)st.st_size)
+			break;
+		if (foff + len > (uint64_t)st.st_size)
+			len = ((uint64_t)st.st_size - foff + 4095) & ~(uint64_t)4095;
+		m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
+		if (m == MAP_FAILED)
+			break;
+		if (mincore(m, len, vec) < 0)
+			rc = -errno;
+		munmap(m, len);
+		for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
+			bool in = i < len / 4096 && (vec[i] & 1) &&
+				  !msq_extents_overlaps(&c->eng.present, a + i * 4096, a + i * 4096 + 4096);
+
+			if (in && !run)
+				run = a + i * 4096 + 1;
+			if (!in && run) {
+				rc = msq_extents_add(&s->precached, run - 1, a + i * 4096);
+				run = 0;
+			}
+		}
+	}
+	s->precached_known = rc == 0;
+out:
+	free(vec);
+	close(fd);
+}
+
+int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t start,
+		    uint64_t len, uint64_t dev, uint64_t ino, uint64_t off, bool checked_vma,
+		    const char *path, bool shared, bool writable)
+{
+	_cleanup_free_ struct check *k = calloc(1, sizeof(*k));
+	struct msqd_region *r, **v;
+	char maps[256];
+	int rc;
+
+	if (!k || MSQ_FAULT("madvseq/alloc"))
+		return -ENOMEM;
+	*k = (struct check){ .start = start, .end = start + len, .off = off, .dev = dev, .ino = ino,
+			     .covered = start };
+	if (!checked_vma) {
+		snprintf(maps, sizeof(maps), "%s/%d/maps", d->proc_root, (int)c->pid);
+		if (MSQ_FAULT("madvseq/daemon/proc/maps"))
+			return -EIO;
+		rc = msq_maps_foreach(maps, k->start, k->end, on_vma, k);
+		if (rc < 0)
+			return rc;
+		if (k->bad || k->covered < k->end)
+			return -EINVAL; /* not what the client maps there */
+		/* Read while the pidfd's process was alive: its maps, no other's. */
+		if (syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) < 0)
+			return -ESRCH;
+		path = k->path;
+		shared = k->shared;
+		writable = k->writable;
+	}
+	/* A range registered again (the client split or re-sent it) replaces
+	 * what overlapped it. */
+	for (size_t i = c->nr; i-- > 0;)
+		if (c->r[i]->s.start < k->end && c->r[i]->s.end > start)
+			msqd_region_remove(d, c, i);
+	if (c->nr == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4;
+
+		if (!(v = realloc(c->r, cap * sizeof(*v))))
+			return -ENOMEM;
+		c->r = v;
+		c->cap = cap;
+	}
+	if (!(r = calloc(1, sizeof(*r))))
+		return -ENOMEM;
+	/* As root the daemon may page out any file (MADV_PAGEOUT checks the
+	 * caller's right to write the file, and CAP_FOWNER grants it). */
+	rc = msq_stream_init(&r->s, start, start + len, off, (dev_t)dev, (ino_t)ino, path, shared,
+			     writable, c->cg->pol->mode, true);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	r->id = id;
+	if (c->cg->pol->strong_refs)
+		snapshot(d, c, &r->s, start, start + len);
+	c->r[c->nr++] = r;
+	c->cg->regions++;
+	return 0;
+}
+
+void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
+{
+	struct msqd_region *r = c->r[i];
+
+	(void)d;
+	c->r[i] = c->r[--c->nr];
+	if (c->cg)
+		c->cg->regions--;
+	msq_stream_free(&r->s);
+	free(r);
+}
+
+/* The pressure gate: is this cgroup's memory tight enough to act? */
+static bool gate_open(struct msqd *d, struct msqd_cg *g)
+{
+	const struct msqd_policy *p = g->pol;
+	bool open = false;
+
+	if (!p->pressure_pct && p->psi_some_avg10 <= 0)
+		return true;
+	if (g->gate_checked_ns && d->now_ns - g->gate_checked_ns < GATE_RECHECK_NS)
+		return g->gate_open;
+	g->gate_checked_ns = d->now_ns;
+	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, g->path, g->layout, &g->pr) < 0) {
+		/* Cannot tell: act, as without a gate. */
+		g->gate_open = true;
+		return true;
+	}
+	if (p->pressure_pct && g->pr.limit &&
+	    g->pr.usage * 100 >= (uint64_t)p->pressure_pct * g->pr.limit)
+		open = true;
+	if (p->psi_some_avg10 > 0 && g->pr.some_avg10 >= p->psi_some_avg10)
+		open = true;
+	if (open != g->gate_open)
+		log_debug("cgroup %s: pressure gate %s", g->path, open ? "open" : "closed");
+	g->gate_open = open;
+	return open;
+}
+
+uint64_t msqd_cycle(struct msqd *d)
+{
+	uint64_t t0 = msqd_now_ns(), total = 0;
+
+	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+		const struct msqd_policy *p;
+
+		next = c->next;
+		if (!c->nr || !c->cg || c->dead)
+			continue;
+		p = c->cg->pol;
+		if (p->mode == MSQ_MODE_OFF || !gate_open(d, c->cg))
+			continue;
+		c->eng.lag = p->lag;
+		c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
+		c->eng.filter_arg = d;
+		for (size_t i = 0; i < c->nr; i++) {
+			struct msq_stream *s = &c->r[i]->s;
+			uint64_t before = s->st.dropped, kept = s->st.kept;
+			int64_t rc;
+
+			s->how = p->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
+			d->cur = c;
+			rc = msq_stream_cycle(&c->eng, s, d->now_ns, false);
+			d->cur = NULL;
+			c->cg->dropped += s->st.dropped - before;
+			c->cg->kept_mapped += s->st.kept - kept;
+			total += s->st.dropped - before;
+			if (rc == -ESRCH) {
+				c->dead = true; /* gone; its pidfd will say so */
+				break;
+			}
+			if (rc < 0 && rc != -EAGAIN && s->st.errors == 1)
+				log_debug("pid %d: region %#llx: %s", (int)c->pid,
+					  (unsigned long long)s->start, strerror((int)-rc));
+		}
+	}
+	d->cycles++;
+	d->last_cycle_ns = msqd_now_ns() - t0;
+	if (d->last_cycle_ns > d->max_cycle_ns)
+		d->max_cycle_ns = d->last_cycle_ns;
+	d->dropped_total += total;
+	/* Fast streams: shorten the period so each cycle drops about
+	 * TARGET_PER_CYCLE; idle: back to the configured interval. */
+	if (total > TARGET_PER_CYCLE)
+		d->sleep_ns = d->sleep_ns * TARGET_PER_CYCLE / total;
+	else if (total < TARGET_PER_CYCLE / 2)
+		d->sleep_ns *= 2;
+	if (d->sleep_ns < 1000000)
+		d->sleep_ns = 1000000;
+	if (d->sleep_ns > d->conf.interval_ns)
+		d->sleep_ns = d->conf.interval_ns;
+	return total;
+}

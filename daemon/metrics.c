@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What `madvseqctl status` and `madvseqctl stats` print.  The Prometheus
+ * form follows the node_exporter textfile-collector format (HELP/TYPE
+ * lines, one sample per line, label values escaped).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../common/config.h"
+#include "daemon.h"
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	int err;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->err)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(o->buf ? o->buf + o->len : NULL, o->buf ? o->cap - o->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			o->err = -EINVAL;
+			return;
+		}
+		if (o->buf && o->len + (size_t)n < o->cap) {
+			o->len += (size_t)n;
+			return;
+		}
+		size_t cap = o->cap ? o->cap * 2 : 16384;
+		while (cap < o->len + (size_t)n + 1)
+			cap *= 2;
+		char *b = realloc(o->buf, cap);
+		if (!b) {
+			o->err = -ENOMEM;
+			return;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+}
+
+static int finish(struct out *o, char **buf, size_t *len)
+{
+	if (o->err) {
+		free(o->buf);
+		return o->err;
+	}
+	*buf = o->buf;
+	*len = o->len;
+	return 0;
+}
+
+static void self_usage(double *cpu_s, uint64_t *rss)
+{
+	struct rusage ru;
+	long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	getrusage(RUSAGE_SELF, &ru);
+	*cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	*rss = (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t regions_total(const struct msqd *d)
+{
+	uint64_t n = 0;
+
+	for (const struct msqd_client *c = d->clients; c; c = c->next)
+		n += c->nr;
+	return n;
+}
+
+int msqd_status_text(struct msqd *d, char **buf, size_t *len)
+{
+	struct out o = { 0 };
+	char a[32], b[32], e[32], pol[256];
+	double cpu;
+	uint64_t rss;
+
+	self_usage(&cpu, &rss);
+	put(&o, "madvseqd %s, pid %d, up %llus\n", MSQD_VERSION, (int)getpid(),
+	    (unsigned long long)((d->now_ns - d->started_ns) / 1000000000));
+	put(&o, "fidelity: %s (%s)\n", msqd_fidelity(d),
+	    d->refs_ok ? "pages mapped elsewhere, active or referenced through read() are kept"
+		       : "no kpageflags: keeps pages cached before and pages still mapped after "
+			 "pageout; cannot see read() users");
+	put(&o, "config: %s (%zu cgroup section%s)\n", d->conf.path ? d->conf.path : "(built-in)",
+	    d->conf.n, d->conf.n == 1 ? "" : "s");
+	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
+	    d->nshim, d->ndiscovered, (unsigned long long)regions_total(d));
+	put(&o, "cycles: %llu, last %.3f ms, max %.3f ms; protocol errors: %llu, regions refused: %llu\n",
+	    (unsigned long long)d->cycles, (double)d->last_cycle_ns / 1e6, (double)d->max_cycle_ns / 1e6,
+	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
+	put(&o, "daemon: cpu %.2f s, rss %s\n", cpu, msq_format_size(rss & ~UINT64_C(1023), a, sizeof(a)));
+	put(&o, "dropped: %s, kept (strong references): %s\n",
+	    msq_format_size(d->dropped_total & ~UINT64_C(4095), a, sizeof(a)),
+	    msq_format_size(d->kept_strong_total, b, sizeof(b)));
+	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+		if (!g->clients && !g->dropped)
+			continue;
+		msqd_policy_format(g->pol, pol, sizeof(pol));
+		put(&o, "\ncgroup %s (v%d) [%s]\n  %s\n  clients %u, regions %u, dropped %s, kept strong %s, "
+			"kept mapped %s, gate %s\n",
+		    g->path, (int)g->layout, g->section ? g->section : "built-in", pol, g->clients,
+		    g->regions, msq_format_size(g->dropped, a, sizeof(a)),
+		    msq_format_size(g->kept_strong, b, sizeof(b)),
+		    msq_format_size(g->kept_mapped, e, sizeof(e)),
+		    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? "none"
+		    : g->gate_open ? "open" : "closed");
+		for (struct msqd_client *c = d->clients; c; c = c->next) {
+			uint64_t dr = 0;
+
+			if (c->cg != g || c->ctl)
+				continue;
+			for (size_t i = 0; i < c->nr; i++)
+				dr += c->r[i]->s.st.dropped;
+			put(&o, "  pid %d %s: %zu region%s, dropped %s\n", (int)c->pid,
+			    c->fd >= 0 ? "shim" : "discovered", c->nr, c->nr == 1 ? "" : "s",
+			    msq_format_size(dr & ~UINT64_C(4095), a, sizeof(a)));
+		}
+	}
+	return finish(&o, buf, len);
+}
+
+/* Label values: backslash, double quote and newline escaped. */
+static const char *esc(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 3 < len; s++) {
+		if (*s == '\\' || *s == '"') {
+			buf[n++] = '\\';
+			buf[n++] = *s;
+		} else if (*s == '\n') {
+			buf[n++] = '\\';
+			buf[n++] = 'n';
+		} else {
+			buf[n++] = *s;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static void prom_head(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
+{
+	struct out o = { 0 };
+	char e[1024];
+	double cpu;
+	uint64_t rss;
+
+	if (!prometheus)
+		return msqd_status_text(d, buf, len);
+	self_usage(&cpu, &rss);
+	prom_head(&o, "madvseq_clients", "gauge", "Processes whose memory madvseqd manages.");
+	put(&o, "madvseq_clients{kind=\"shim\"} %u\nmadvseq_clients{kind=\"discovered\"} %u\n",
+	    d->nshim, d->ndiscovered);
+	prom_head(&o, "madvseq_regions", "gauge", "Managed MADV_SEQUENTIAL regions.");
+	put(&o, "madvseq_regions %llu\n", (unsigned long long)regions_total(d));
+	prom_head(&o, "madvseq_fidelity_info", "gauge", "The fidelity level in use (label level).");
+	put(&o, "madvseq_fidelity_info{level=\"%s\"} 1\n", msqd_fidelity(d));
+	prom_head(&o, "madvseq_cycles_total", "counter", "Management cycles run.");
+	put(&o, "madvseq_cycles_total %llu\n", (unsigned long long)d->cycles);
+	prom_head(&o, "madvseq_cycle_seconds", "gauge", "Duration of management cycles (last, max).");
+	put(&o, "madvseq_cycle_seconds{stat=\"last\"} %.6f\nmadvseq_cycle_seconds{stat=\"max\"} %.6f\n",
+	    (double)d->last_cycle_ns / 1e9, (double)d->max_cycle_ns / 1e9);
+	prom_head(&o, "madvseq_protocol_errors_total", "counter", "Clients disconnected for breaking the protocol.");
+	put(&o, "madvseq_protocol_errors_total %llu\n", (unsigned long long)d->proto_errors);
+	prom_head(&o, "madvseq_regions_refused_total", "counter", "Registrations that /proc/PID/maps did not confirm.");
+	put(&o, "madvseq_regions_refused_total %llu\n", (unsigned long long)d->refused_regions);
+	prom_head(&o, "madvseq_daemon_cpu_seconds_total", "counter", "CPU time used by madvseqd (user+system).");
+	put(&o, "madvseq_daemon_cpu_seconds_total %.3f\n", cpu);
+	prom_head(&o, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.");
+	put(&o, "madvseq_daemon_rss_bytes %llu\n", (unsigned long long)rss);
+	prom_head(&o, "madvseq_dropped_bytes_total", "counter", "Page cache bytes dropped behind readers, per cgroup.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->clients || g->dropped)
+			put(&o, "madvseq_dropped_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
+			    (unsigned long long)g->dropped);
+	prom_head(&o, "madvseq_kept_strong_bytes_total", "counter",
+		  "Bytes not dropped because kpageflags/kpagecount showed another user, per cgroup (counted at each check).");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->clients || g->dropped)
+			put(&o, "madvseq_kept_strong_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
+			    (unsigned long long)g->kept_strong);
+	prom_head(&o, "madvseq_kept_mapped_bytes_total", "counter",
+		  "Bytes still mapped after MADV_PAGEOUT (mapped by another process, dirty or locked), per cgroup.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->clients || g->dropped)
+			put(&o, "madvseq_kept_mapped_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
+			    (unsigned long long)g->kept_mapped);
+	prom_head(&o, "madvseq_cgroup_gate_open", "gauge", "1 when the cgroup's pressure gate lets madvseqd act.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->clients)
+			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
+			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
+	return finish(&o, buf, len);
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The wire protocol between libmadvseq.so (or madvseqctl) and madvseqd.
+ *
+ * Transport: a Unix SOCK_SEQPACKET socket, so every message arrives whole
+ * or not at all and its size is known.  Every message starts with struct
+ * msq_msg_hdr; `size` is the size of the whole message and must equal the
+ * fixed size of its type (text replies excepted).  All fields are fixed
+ * width, native byte order (both ends run on the same machine), with
+ * explicit padding that must be zero.
+ *
+ * Order: the client sends HELLO first and waits for WELCOME; then any of
+ * REGISTER / UNREGISTER / POLICY_GET / STATUS / STATS, each answered by
+ * exactly one reply carrying the request's seq.  A message out of this
+ * order, malformed, truncated or oversized ends the connection.
+ *
+ * The client's identity (pid, uid) is what the kernel says (SO_PEERCRED),
+ * never what a message says; the daemon acts only on that process's
+ * memory, on ranges it checked against /proc/PID/maps.
+ *
+ * Versioning: MSQ_PROTO_VERSION changes whenever a struct changes.  A
+ * daemon answers a HELLO of another version with an ERROR carrying the
+ * version it speaks, and the client goes on without the daemon.
+ */
+#ifndef MADVSEQ_PROTOCOL_H
+#define MADVSEQ_PROTOCOL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MSQ_PROTO_MAGIC UINT32_C(0x3151534d) /* "MSQ1" */
+#define MSQ_PROTO_VERSION 1
+#define MSQ_DEFAULT_SOCKET "/run/madvseq/madvseqd.sock"
+/* Largest message either side sends (a text reply chunk). */
+#define MSQ_MSG_MAX 65536
+
+enum msq_msg_type {
+	/* client -> daemon */
+	MSQ_MSG_HELLO = 1,
+	MSQ_MSG_REGISTER = 2,
+	MSQ_MSG_UNREGISTER = 3,
+	MSQ_MSG_POLICY_GET = 4,
+	MSQ_MSG_STATUS = 5, /* madvseqctl status */
+	MSQ_MSG_STATS = 6,  /* madvseqctl stats */
+	/* daemon -> client */
+	MSQ_MSG_WELCOME = 101,
+	MSQ_MSG_RESULT = 102,
+	MSQ_MSG_POLICY = 103,
+	MSQ_MSG_TEXT = 104,
+	MSQ_MSG_ERROR = 105,
+};
+
+struct msq_msg_hdr {
+	uint32_t magic;   /* MSQ_PROTO_MAGIC */
+	uint16_t version; /* MSQ_PROTO_VERSION */
+	uint16_t type;    /* enum msq_msg_type */
+	uint32_t size;    /* of the whole message, header included */
+	uint32_t seq;     /* chosen by the client, echoed in the reply */
+};
+
+/* HELLO: flags MSQ_HELLO_*. */
+#define MSQ_HELLO_SHIM 1u /* a preloaded library with regions to hand over */
+#define MSQ_HELLO_CTL 2u  /* madvseqctl: status and stats only */
+struct msq_msg_hello {
+	struct msq_msg_hdr h;
+	uint32_t flags;
+	uint32_t pad;
+};
+
+/* WELCOME: the daemon's answer to HELLO. */
+struct msq_msg_welcome {
+	struct msq_msg_hdr h;
+	uint32_t flags;   /* MSQ_WELCOME_* */
+	uint32_t pad;
+};
+#define MSQ_WELCOME_DELEGATE 1u /* registered regions are the daemon's work */
+
+/* REGISTER: one range of a file mapping the client reads sequentially. */
+#define MSQ_REGION_SHARED 1u   /* MAP_SHARED */
+#define MSQ_REGION_WRITABLE 2u /* PROT_WRITE */
+struct msq_msg_register {
+	struct msq_msg_hdr h;
+	uint64_t id;     /* the client's name for the range */
+	uint64_t start;  /* page-aligned */
+	uint64_t length; /* page multiple, > 0 */
+	uint64_t dev;    /* st_dev of the mapped file (as in /proc/PID/maps) */
+	uint64_t ino;
+	uint64_t offset; /* file offset mapped at start */
+	uint32_t flags;  /* MSQ_REGION_* */
+	uint32_t pad;
+};
+
+/* UNREGISTER: stop managing whatever registered range overlaps
+ * [start, start + length); sent before the client unmaps it. */
+struct msq_msg_unregister {
+	struct msq_msg_hdr h;
+	uint64_t start;
+	uint64_t length;
+};
+
+/* POLICY_GET, STATUS, STATS: a bare header; STATS may carry a format. */
+#define MSQ_STATS_TEXT 0u
+#define MSQ_STATS_PROMETHEUS 1u
+struct msq_msg_stats_req {
+	struct msq_msg_hdr h;
+	uint32_t format;
+	uint32_t pad;
+};
+
+/* RESULT: the outcome of REGISTER / UNREGISTER. */
+struct msq_msg_result {
+	struct msq_msg_hdr h;
+	int32_t status;  /* 0 or -errno (EINVAL: not what /proc/PID/maps says) */
+	uint32_t pad;
+	uint64_t id;     /* REGISTER's id; 0 for UNREGISTER */
+};
+
+/* POLICY: the client's cgroup policy as the daemon resolved it. */
+struct msq_msg_policy {
+	struct msq_msg_hdr h;
+	uint32_t mode;   /* enum msq_mode */
+	uint32_t read;   /* enum msq_read_mode */
+	uint64_t lag;
+	uint64_t interval_ns;
+	uint32_t flags;  /* MSQ_WELCOME_DELEGATE */
+	uint32_t pad;
+};
+
+/* TEXT: a chunk of a STATUS / STATS answer; the last one has MSQ_TEXT_END. */
+#define MSQ_TEXT_END 1u
+struct msq_msg_text {
+	struct msq_msg_hdr h;
+	uint32_t flags;
+	uint32_t length; /* bytes of data[] used */
+	char data[];     /* not NUL-terminated */
+};
+
+/* ERROR: the request was refused; the connection may be closed after. */
+struct msq_msg_error {
+	struct msq_msg_hdr h;
+	int32_t status;   /* -errno */
+	uint32_t version; /* the version the daemon speaks */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif
