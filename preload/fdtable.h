@@ -14,6 +14,7 @@
 #ifndef MSQ_FDTABLE_H
 #define MSQ_FDTABLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shim.h"

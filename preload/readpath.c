@@ -125,6 +125,9 @@ static struct {
 	int (*fcntl)(int, int, ...);
 	int (*fcntl64)(int, int, ...);
 	int (*close_range)(unsigned, unsigned, int);
+	size_t (*fread)(void *, size_t, size_t, FILE *);
+	size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
+	int (*fclose)(FILE *);
 } real;
 
 static enum msq_read_mode g_mode; /* MSQ_READ_OFF until init */
@@ -476,17 +479,23 @@ static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t o
 		return -2;
 	rc = real.preadv2(fd, iov, cnt, (off_t)off, flags | RWF_DONTCACHE);
 	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
-		/* Refused before any data moved (an EINVAL of the program's own
-		 * making comes back from its own call). */
-		errno = saved;
-		if (errno == EOPNOTSUPP || !(flags & ~RWF_DONTCACHE))
+		/* Refused before any data moved: the program's own call decides
+		 * (an EINVAL of its own making comes back from it).  Kernels and
+		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP. */
+		if (errno == EOPNOTSUPP)
 			dontcache_refused(fd);
+		errno = saved;
 		return -2;
 	}
 	return rc;
 }
 
 /* ---- wrappers ---------------------------------------------------------- */
+
+/* glibc's fortified entry points (no public prototypes). */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
 static bool untracked(int fd)
 {
@@ -755,22 +764,14 @@ MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t
 	return writev_common(V_PREADV64V2, fd, iov, cnt, off, fl);
 }
 
-/* sendfile and copy_file_range read (and write) without a user buffer:
- * bookkeeping only.  A NULL offset pointer means the file position. */
-static void after_copy(int in, const int64_t *in_off, int out, const int64_t *out_off, ssize_t rc)
-{
-	if (rc <= 0)
-		return;
-	if (g_mode == MSQ_READ_ALL) {
-		if (!msq_fdt_peek(in))
-			classify(in, 0);
-		if (out >= 0 && !msq_fdt_peek(out))
-			classify(out, 0);
-	}
-	after(in, in_off ? *in_off : -1, (uint64_t)rc, false);
-	if (out >= 0)
-		after(out, out_off ? *out_off : -1, (uint64_t)rc, true);
-}
+/*
+ * sendfile and copy_file_range move data without a user buffer.  On
+ * managed fds a large call is made in pieces, with bookkeeping between
+ * them, so drop-behind keeps up inside one call (cp copies a whole file in
+ * one copy_file_range); the program gets what one call would return: the
+ * bytes moved, or the error if none were.
+ */
+#define PIECE (UINT64_C(8) << 20)
 
 static bool copy_untracked(int in, int out)
 {
@@ -781,30 +782,75 @@ static bool copy_untracked(int in, int out)
 	return !msq_fdt_peek(in) && (out < 0 || !msq_fdt_peek(out));
 }
 
+static void copy_classify(int in, int out)
+{
+	if (g_mode != MSQ_READ_ALL)
+		return;
+	if (!msq_fdt_peek(in))
+		classify(in, 0);
+	if (out >= 0 && !msq_fdt_peek(out))
+		classify(out, 0);
+}
+
+static ssize_t call_sendfile(int out, int in, int64_t *off, size_t n)
+{
+	return CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, (off64_t *)off, n);
+}
+
+static ssize_t call_cfr(int in, int64_t *in_off, int out, int64_t *out_off, size_t n, unsigned fl)
+{
+	return CALL(copy_file_range, syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl),
+		    in, (off64_t *)in_off, out, (off64_t *)out_off, n, fl);
+}
+
+/* One piece after another; out_fd < 0: sendfile (out is not a file). */
+static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
+			   unsigned fl, bool is_sendfile)
+{
+	ssize_t total = 0;
+
+	copy_classify(in, is_sendfile ? -1 : out);
+	do { /* at least one call: it reports bad fds even for n == 0 */
+		size_t want = n - (size_t)total < PIECE ? n - (size_t)total : PIECE;
+		int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
+		ssize_t rc = is_sendfile ? call_sendfile(out, in, in_off, want)
+					 : call_cfr(in, in_off, out, out_off, want, fl);
+
+		if (rc < 0)
+			return total ? total : rc; /* errno is the call's when nothing moved */
+		if (rc > 0) {
+			MSQ_PROTECT_ERRNO;
+			after(in, is, (uint64_t)rc, false);
+			if (!is_sendfile)
+				after(out, os, (uint64_t)rc, true);
+		}
+		total += rc;
+		if ((size_t)rc < want)
+			break; /* end of file, or the output would block */
+	} while ((size_t)total < n);
+	return total;
+}
+
 MSQ_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
-	int64_t start = off ? *off : -1;
 	ssize_t rc;
 
 	if (copy_untracked(in, -1))
 		return CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
 	MSQ_ENTER();
-	rc = CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
-	after_copy(in, off ? &start : NULL, -1, NULL, rc);
+	rc = copy_pieces(in, (int64_t *)off, out, NULL, n, 0, true);
 	MSQ_LEAVE();
 	return rc;
 }
 
 MSQ_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
-	int64_t start = off ? *off : -1;
 	ssize_t rc;
 
 	if (copy_untracked(in, -1))
-		return CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+		return call_sendfile(out, in, (int64_t *)off, n);
 	MSQ_ENTER();
-	rc = CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
-	after_copy(in, off ? &start : NULL, -1, NULL, rc);
+	rc = copy_pieces(in, (int64_t *)off, out, NULL, n, 0, true);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -812,17 +858,12 @@ MSQ_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 MSQ_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
 				   unsigned fl)
 {
-	int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
 	ssize_t rc;
 
 	if (copy_untracked(in, out))
-		return CALL(copy_file_range,
-			    syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl), in,
-			    in_off, out, out_off, n, fl);
+		return call_cfr(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl);
 	MSQ_ENTER();
-	rc = CALL(copy_file_range, syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl),
-		  in, in_off, out, out_off, n, fl);
-	after_copy(in, in_off ? &is : NULL, out, out_off ? &os : NULL, rc);
+	rc = copy_pieces(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl, false);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -864,10 +905,12 @@ static void advised(int fd, int advice)
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED) {
+		/* Advice replaces the previous one, as in the kernel. */
 		if (add == F_STOPPED)
-			__atomic_fetch_or(&s->flags, F_STOPPED, __ATOMIC_RELAXED);
+			__atomic_and_fetch(&s->flags, ~(unsigned)(F_SEQ | F_NOREUSE), __ATOMIC_RELAXED);
 		else
-			__atomic_fetch_or(&s->flags, add, __ATOMIC_RELAXED);
+			__atomic_and_fetch(&s->flags, ~(unsigned)F_STOPPED, __ATOMIC_RELAXED);
+		__atomic_or_fetch(&s->flags, add, __ATOMIC_RELAXED);
 	}
 	urcu_bp_read_unlock();
 }
@@ -1098,6 +1141,62 @@ MSQ_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	return rc;
 }
 
+/*
+ * stdio reads through libc's internal read, which no wrapper sees (glibc
+ * binds it inside libc): sha256sum reads with fread after advising
+ * SEQUENTIAL.  fread is interposed for its bookkeeping, and fclose for
+ * the end of the fd.  Other stdio input (getc, fgets) is not followed.
+ */
+static int stream_fd(FILE *fp)
+{
+	MSQ_PROTECT_ERRNO;
+
+	return fp ? fileno(fp) : -1;
+}
+
+static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlocked)
+{
+	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? real.fread_unlocked : real.fread;
+	size_t rc;
+	int fd;
+
+	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF || !fn ||
+	    untracked(fd = stream_fd(fp)))
+		return fn ? fn(p, size, n, fp) : 0;
+	MSQ_ENTER();
+	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
+		classify(fd, 0);
+	rc = fn(p, size, n, fp);
+	if (rc > 0 && size)
+		after(fd, -1, (uint64_t)rc * size, false);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *fp)
+{
+	return fread_common(p, size, n, fp, false);
+}
+
+MSQ_EXPORT size_t (fread_unlocked)(void *p, size_t size, size_t n, FILE *fp)
+{
+	return fread_common(p, size, n, fp, true);
+}
+
+MSQ_EXPORT int fclose(FILE *fp)
+{
+	int fd, rc;
+
+	if (msq_guard || !msq_shim_ready() || !real.fclose || (fd = stream_fd(fp)) < 0 ||
+	    !msq_fdt_peek(fd))
+		return real.fclose ? real.fclose(fp) : EOF;
+	MSQ_ENTER();
+	forget(fd, true);
+	rc = real.fclose(fp);
+	MSQ_LEAVE();
+	return rc;
+}
+
 /* ---- set-up -------------------------------------------------------------- */
 
 static void mark_inherited(int fd, struct msq_fd *v, void *arg)
@@ -1151,6 +1250,9 @@ void msq_readpath_init(void)
 	RESOLVE(fcntl);
 	RESOLVE(fcntl64);
 	RESOLVE(close_range);
+	RESOLVE(fread);
+	RESOLVE(fread_unlocked);
+	RESOLVE(fclose);
 #undef RESOLVE
 	if (v && *v) {
 		if (!strcmp(v, "1"))

@@ -19,6 +19,7 @@
 #include "../common/kernel_switch.h"
 #include "daemon_client.h"
 #include "engine.h"
+#include "readpath.h"
 #include "track.h"
 
 struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT };
@@ -143,6 +144,7 @@ static void atfork_child(void)
 	msq_regions_atfork_child();
 	msq_engine_atfork_child();
 	msq_daemon_atfork_child();
+	msq_readpath_atfork_child();
 }
 
 static void program_name(char *buf, size_t len)
@@ -167,6 +169,7 @@ static void init(void)
 	read_config();
 	msq_daemon_init();
 	msq_interpose_resolve();
+	msq_readpath_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (msq_cfg.debug) {
 		program_name(comm, sizeof(comm));
