@@ -66,6 +66,19 @@ def cached(path, off=0, length=0):
         os.close(fd)
 
 
+def cached_map(path, unit=M):
+    """Which unit-sized pieces of path are (partly) cached: '0-16,64-96' MiB."""
+    size, out, start = os.path.getsize(path), [], None
+    for off in range(0, size + unit, unit):
+        c = off < size and cached(path, off, unit) > 0
+        if c and start is None:
+            start = off
+        if not c and start is not None:
+            out.append("%d-%d" % (start // unit, off // unit))
+            start = None
+    return ",".join(out) or "none"
+
+
 def evict(path):
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -185,18 +198,18 @@ class Monitor(threading.Thread):
 
     def __init__(self, path):
         super().__init__(daemon=True)
-        self.path, self.max, self.samples, self._stop = path, 0, 0, threading.Event()
+        self.path, self.max, self.samples, self._halt = path, 0, 0, threading.Event()
         cached(path)  # skip early if cachestat is missing
         self.start()
 
     def run(self):
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.max = max(self.max, cached(self.path))
             self.samples += 1
             time.sleep(0.002)
 
     def stop(self):
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.max
 

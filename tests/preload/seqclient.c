@@ -2,7 +2,7 @@
 /*
  * A small streaming reader for the preload tests:
  *   seqclient [--private] [--threads N] [--passes N] [--advice posix|madvise|none]
- *             [--read] [--hold-ms N] FILE
+ *             [--read] [--hold-ms N] [--pause] FILE
  * maps FILE, advises MADV_SEQUENTIAL, reads it (N threads each stream their
  * own slice), and prints "checksum <hex>" and, as root, "max_cached <bytes>":
  * the most of FILE seen in the page cache (cachestat) while it read,
@@ -11,6 +11,8 @@
  * "end_cached <bytes>": what is cached once it has read everything and
  * waited --hold-ms, still mapping the file.
  * --read computes the same checksum with pread() instead, for reference.
+ * --pause prints "advised" once the mapping is advised and waits for a
+ * byte on stdin before reading.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -120,7 +122,7 @@ static uint64_t by_pread(void)
 
 int main(int argc, char **argv)
 {
-	int flags = MAP_SHARED, use_read = 0, hold_ms = 0;
+	int flags = MAP_SHARED, use_read = 0, hold_ms = 0, pause = 0;
 	const char *advice = "madvise";
 	struct stat st;
 	uint64_t sum = 0;
@@ -137,6 +139,8 @@ int main(int argc, char **argv)
 			advice = argv[++i];
 		else if (!strcmp(argv[i], "--read"))
 			use_read = 1;
+		else if (!strcmp(argv[i], "--pause"))
+			pause = 1;
 		else if (!strcmp(argv[i], "--hold-ms"))
 			hold_ms = atoi(argv[++i]);
 		else
@@ -169,6 +173,14 @@ int main(int argc, char **argv)
 							      POSIX_MADV_SEQUENTIAL))) {
 		perror("posix_madvise");
 		return 2;
+	}
+	if (pause) {
+		char c;
+
+		printf("advised\n");
+		fflush(stdout);
+		if (read(0, &c, 1) != 1)
+			return 2;
 	}
 	{
 		pthread_t th[64];
