@@ -59,10 +59,16 @@ trap cleanup EXIT
 
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
+cat <<'EOF'
+demo: a 4 KiB random-read victim over a warm 512 MiB file shares a 1 GiB memory
+      cgroup with a streamer reading a 4 GiB file through an MADV_SEQUENTIAL
+      mapping: first alone, then with the streamer (the kernel alone), then with
+      the streamer under libmadvseq.  Progress goes to stderr; the table follows.
+EOF
 "$py" tests/bench/interference.py --quick --lib "$lib" --dir "$repo/build" \
 	--mmap-cost "$repo/build/tests/bench/mmap_cost" "$@" &
 bench_pid=$!
-wait "$bench_pid"
-rc=$?
+rc=0
+wait "$bench_pid" || rc=$?
 bench_pid=
 exit $rc

@@ -69,6 +69,12 @@ def fmt_bytes(n):
     return "%d" % n
 
 
+def fmt_stats(st):
+    return "%d region(s) in %d process(es), dropped %s, kept %s, %d cycles, %d errors" % (
+        st.get("regions", 0), st.get("processes", 0), fmt_bytes(st.get("bytes_dropped", 0)),
+        fmt_bytes(st.get("bytes_kept", 0)), st.get("cycles", 0), st.get("errors", 0))
+
+
 def log(msg):
     print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
 
@@ -299,7 +305,7 @@ def variant_shim(a, argv, env, logp):
         return None, None, "shim not built (%s)" % (a.lib or "--lib")
     env = dict(env)
     env["LD_PRELOAD"] = a.lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    env["MADVSEQ_STATS"] = logp + ".madvseq-stats"
+    env["MADVSEQ_STATS"] = logp + ".%p.madvseq-stats"   # %p: one file per process
     if a.mode:
         env["MADVSEQ_MODE"] = a.mode
     if a.lag:
@@ -363,6 +369,67 @@ def fio_json(path):
     return j["jobs"][0]
 
 
+class VictimSched:
+    """Where the victim's time went, from /proc/PID/schedstat of fio's job
+    process (on-CPU ns, runqueue-wait ns): on CPU, waiting for a CPU, or
+    blocked (the rest: here, reads that missed the page cache).  A victim
+    whose cache is intact but that lost IOPS lost them to CPU sharing."""
+
+    def __init__(self):
+        self.pid = self.job = None
+        self.t0 = self.last = None
+
+    def start(self, pid):
+        self.pid, self.t0 = pid, time.monotonic()
+
+    def _find_job(self):
+        # fio forks one process per job; the parent mostly sleeps.
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    st = open("/proc/%s/stat" % d).read()
+                except OSError:
+                    continue
+                if int(st.rsplit(")", 1)[1].split()[1]) == self.pid:
+                    return int(d)
+        return None
+
+    def sample(self):
+        if self.pid is None:
+            return
+        if self.job is None:
+            if time.monotonic() - self.t0 < 0.3:
+                return
+            self.job = self._find_job()
+            if self.job is None:
+                return
+            self.t0_job = time.monotonic()
+            self.first = self._read()
+            return
+        r = self._read()
+        if r:
+            self.last = (time.monotonic(), r)
+
+    def _read(self):
+        try:
+            cpu, wait = open("/proc/%d/schedstat" % self.job).read().split()[:2]
+            return int(cpu), int(wait)
+        except (OSError, ValueError):
+            return None
+
+    def _pct(self, i):
+        if not self.last or not self.first:
+            return None
+        t, r = self.last
+        return 100.0 * (r[i] - self.first[i]) / 1e9 / (t - self.t0_job)
+
+    def cpu_pct(self):
+        return self._pct(0)
+
+    def wait_pct(self):
+        return self._pct(1)
+
+
 class Bench:
     def __init__(self, a):
         self.a = a
@@ -383,11 +450,13 @@ class Bench:
         evict(path)
 
     # -- processes in the cgroup
-    def spawn(self, argv, env=None, stdout=None, stderr=None):
+    def spawn(self, argv, env=None, stdout=None, stderr=None, cpus=None):
         cg = self.cg
 
         def pre():
             cg.enter()
+            if cpus:
+                os.sched_setaffinity(0, cpus)
         p = subprocess.Popen(argv, env=env, stdout=stdout or subprocess.DEVNULL,
                              stderr=stderr, preexec_fn=pre)
         self.procs.append(p)
@@ -453,24 +522,35 @@ class Bench:
         vout = logp + ".victim.json"
         dh = start_daemon(a, self.cg, a.log_dir) if variant in ("daemon", "discovery") else None
         try:
+            vs = VictimSched()
             if kind is None:
-                v = self.spawn(self.victim_argv(vout, a.alone_seconds))
-                v.wait(timeout=a.alone_seconds + 60)
+                v = self.spawn(self.victim_argv(vout, a.alone_seconds), cpus=a.victim_cpus)
+                vs.start(v.pid)
+                deadline = time.monotonic() + a.alone_seconds + 60
+                while v.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    vs.sample()
+                v.wait(timeout=5)
                 sbytes = st = None
                 peak_s = vmin = None
             else:
-                v = self.spawn(self.victim_argv(vout, a.timeout + 60))
+                v = self.spawn(self.victim_argv(vout, a.timeout + 60), cpus=a.victim_cpus)
+                vs.start(v.pid)
                 errf = open(logp + ".stderr", "w")
                 t0 = time.monotonic()
                 peak_s = 0
                 vmin = a.victim_size
+                series = []
+                res["series"] = series      # (s, streamer file cached, victim file cached)
                 rc = 0
                 for _ in range(a.passes):
-                    s = self.spawn(argv, env=env, stderr=errf)
+                    s = self.spawn(argv, env=env, stderr=errf, cpus=a.stream_cpus)
                     while s.poll() is None:
                         time.sleep(0.1)
-                        peak_s = max(peak_s, cached_bytes(a.stream_file))
-                        vmin = min(vmin, cached_bytes(a.victim_file))
+                        sc, vc = cached_bytes(a.stream_file), cached_bytes(a.victim_file)
+                        peak_s, vmin = max(peak_s, sc), min(vmin, vc)
+                        series.append((round(time.monotonic() - t0, 2), sc, vc))
+                        vs.sample()
                         if time.monotonic() - t0 > a.timeout:
                             s.kill()
                             res["error"] = "streamer timed out after %ds" % a.timeout
@@ -502,18 +582,33 @@ class Bench:
             "victim_cached_end": cached_bytes(a.victim_file),
             "victim_cached_min": vmin,
             "victim_p999_us": r["clat_ns"]["percentile"]["99.900000"] / 1000.0,
-            "victim_cpu_pct": job["usr_cpu"] + job["sys_cpu"],
+            "victim_fio_cpu_pct": job["usr_cpu"] + job["sys_cpu"],
+            "victim_cpu_pct": vs.cpu_pct(),
+            "victim_runq_pct": vs.wait_pct(),
         })
         if res["stream_cached_peak"] is not None:
             res["stream_cached_peak"] = max(res["stream_cached_peak"], res["stream_cached_end"])
-        stats = logp + ".madvseq-stats"
-        if os.path.exists(stats):
-            res["shim_stats"] = open(stats).read().strip()[:2000]
-        log("  victim %.0f IOPS p99 %.1fus%s; cgroup cache %s, streamer file cached %s (peak %s)" % (
+        stats = {}
+        files = sorted(f for f in os.listdir(a.log_dir)
+                       if f.startswith(os.path.basename(logp) + ".") and f.endswith(".madvseq-stats"))
+        for fn in files:
+            for line in open(os.path.join(a.log_dir, fn)):
+                k, _, v = line.strip().partition("=")
+                if k in ("regions", "bytes_dropped", "bytes_kept", "cycles", "errors"):
+                    stats[k] = stats.get(k, 0) + int(v or 0)
+                elif k in ("mode", "lag", "kernel_covers"):
+                    stats[k] = v
+        if files:
+            stats["processes"] = len(files)
+            res["shim_stats"] = stats
+        log("  victim %.0f IOPS p99 %.1fus cpu %s%%%s; cgroup cache %s, streamer file cached %s (peak %s)%s" % (
             res["victim_iops"], res["victim_p99_us"],
+            "%.0f (runq wait %.0f%%)" % (res["victim_cpu_pct"], res["victim_runq_pct"])
+            if res["victim_cpu_pct"] is not None else "?",
             "" if st is None else ", streamer %.0f MB/s in %.1fs" % (res["stream_mbs"], st),
             fmt_bytes(res["cg_cache_end"]), fmt_bytes(res["stream_cached_end"]),
-            fmt_bytes(res["stream_cached_peak"])))
+            fmt_bytes(res["stream_cached_peak"]),
+            "; shim: %s" % fmt_stats(res["shim_stats"]) if "shim_stats" in res else ""))
         self.results.append(res)
         return res
 
@@ -537,8 +632,10 @@ class Bench:
         nl = max(1, a.cost_layouts)
         log("mmap_cost: %d interleaved runs over %d VMA layouts%s" % (
             a.cost_runs, nl, "" if have_lib else " (no shim: baseline only)"))
+        pairs = {}      # test -> [with/without of two adjacent runs]
         for i in range(a.cost_runs):
             v = i % nl
+            this = {}
             for s in (sides if i % 2 == 0 else sides[::-1]):
                 env = dict(os.environ)
                 if s == "with":
@@ -548,6 +645,10 @@ class Bench:
                 for line in out.splitlines():
                     t, ns, _ = line.split()
                     times[s].setdefault(t, {}).setdefault(v, []).append(float(ns))
+                    this[(s, t)] = float(ns)
+            for (s, t), ns in this.items():
+                if s == "with" and this.get(("without", t)):
+                    pairs.setdefault(t, []).append(ns / this[("without", t)])
         rows = []
 
         def flat(d):
@@ -560,6 +661,7 @@ class Bench:
                 row.update({"with_med": statistics.median(w1), "with_min": min(w1),
                             "ratio_med": statistics.median(w1) / statistics.median(w0),
                             "ratio_min": min(w1) / min(w0),
+                            "ratio_pairs": statistics.median(pairs[t]),
                             "ratio_by_layout": {
                                 v: statistics.median(times["with"][t][v]) /
                                 statistics.median(times["without"][t][v])
@@ -617,8 +719,18 @@ def report(b):
         rows[key].append(r)
 
     def agg(key, field, fn=med):
-        rs = [r for r in rows.get(key, []) if "skip" not in r and field in r]
-        return fn([r[field] for r in rs]) if rs else None
+        vals = [r[field] for r in rows.get(key, [])
+                if "skip" not in r and r.get(field) is not None]
+        return fn(vals) if vals else None
+
+    def paired(key, field, base_key):
+        """Median over reps of key's field / base_key's field in the same rep.
+        Rows of one rep ran minutes apart at most, so pairing them cancels
+        the slow drift of a shared machine better than a ratio of medians."""
+        base = {r["rep"]: r.get(field) for r in rows.get(base_key, []) if "skip" not in r}
+        xs = [r[field] / base[r["rep"]] for r in rows.get(key, [])
+              if "skip" not in r and r.get(field) and base.get(r["rep"])]
+        return med(xs)
 
     alone = agg("alone", "victim_iops")
     out = []
@@ -626,14 +738,15 @@ def report(b):
     P("")
     if order:
         P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread, "
-          "streamer %s x%d pass(es), %d rep(s), medians" % (
+          "streamer %s x%d pass(es), %d rep(s)%s; medians, ratios paired within a rep" % (
               b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
-              fmt_bytes(a.stream_size), a.passes, a.reps))
-    fmt = "%-38s %9s %7s %7s %8s %7s %6s %8s %9s %9s %9s"
-    hdr = fmt % ("configuration", "victim", "x alone", "p99", "p99.9", "strm", "x kern",
-                 "cg cache", "strm file", "strm file", "victim")
-    hdr2 = fmt % ("", "IOPS", "", "us", "us", "MB/s", "", "at end", "at end", "peak",
-                  "res. min")
+              fmt_bytes(a.stream_size), a.passes, a.reps,
+              ", victim and streamer pinned to separate CPUs" if getattr(a, "pin", False) else ""))
+    fmt = "%-38s %8s %7s %6s %7s %4s %4s %4s %6s %6s %8s %9s %9s %8s"
+    hdr = fmt % ("configuration", "victim", "x alone", "p99", "p99.9", "vic", "vic", "vic",
+                 "strm", "x kern", "cg cache", "strm file", "strm file", "victim")
+    hdr2 = fmt % ("", "IOPS", "", "us", "us", "cpu%", "rq%", "blk%", "MB/s", "", "at end",
+                  "at end", "peak", "res. min")
     if order:
         P(hdr)
         P(hdr2)
@@ -653,26 +766,39 @@ def report(b):
             continue
         errs = [r["error"] for r in rs if r.get("error")]
         iops = agg(key, "victim_iops")
-        p99 = agg(key, "victim_p99_us")
         mbs = agg(key, "stream_mbs")
-        kern = agg("%s/kernel" % r0["kind"], "stream_mbs") if r0["kind"] else None
-        vres = agg(key, "victim_cached_end")
+        xa = paired(key, "victim_iops", "alone")
+        xk = paired(key, "stream_mbs", "%s/kernel" % r0["kind"]) if r0["kind"] else None
         vmin = agg(key, "victim_cached_min", min)
         if vmin is None:
             vmin = agg(key, "victim_cached_end", min)
+        cpu = agg(key, "victim_cpu_pct")
+        rq = agg(key, "victim_runq_pct")
+        blk = max(0.0, 100.0 - cpu - rq) if (cpu is not None and rq is not None) else None
         P(fmt % (
             label[:38], "%.0f" % iops,
-            "%.3f" % (iops / alone) if alone else "-",
-            "%.1f" % p99, "%.0f" % agg(key, "victim_p999_us"),
+            "%.3f" % xa if xa is not None else "-",
+            "%.1f" % agg(key, "victim_p99_us"), "%.0f" % agg(key, "victim_p999_us"),
+            "%.0f" % cpu if cpu is not None else "-",
+            "%.0f" % rq if rq is not None else "-",
+            "%.0f" % blk if blk is not None else "-",
             "%.0f" % mbs if mbs else "-",
-            "%.3f" % (mbs / kern) if (mbs and kern) else "-",
+            "%.3f" % xk if xk is not None else "-",
             fmt_bytes(agg(key, "cg_cache_end", max)),
             fmt_bytes(agg(key, "stream_cached_end", max)),
             fmt_bytes(agg(key, "stream_cached_peak", max)),
             "%.0f%%" % (100.0 * vmin / a.victim_size) if vmin is not None else "-"))
         if len(rs) > 1:
             vals = sorted(r["victim_iops"] for r in rs if "victim_iops" in r)
-            P("%-38s %9s" % ("  range over reps", "%.0f-%.0f" % (vals[0], vals[-1])))
+            P("%-38s %s" % ("  victim IOPS over reps", " ".join("%.0f" % v for v in vals)))
+        sts = [r["shim_stats"] for r in rs if isinstance(r.get("shim_stats"), dict)]
+        if sts:
+            P("%-38s %s" % ("  MADVSEQ_STATS (rep 1)", fmt_stats(sts[0])))
+            if not sts[0].get("regions"):
+                P("%-38s %s" % ("", "(written at exit by destructors: a process that leaves "
+                                    "with _exit, like fio's job processes, writes none)"))
+        elif r0["variant"] == "shim":
+            P("%-38s %s" % ("", "no MADVSEQ_STATS file: was the shim loaded?"))
         for e in errs:
             P("%-38s  error: %s" % ("", e))
     P("")
@@ -684,15 +810,13 @@ def report(b):
         if r0["kind"] is None or r0["variant"] != "shim" or any(r.get("skip") for r in rows[key]):
             continue
         k = r0["kind"]
-        iops = agg(key, "victim_iops")
-        if alone:
-            x = iops / alone
+        x = paired(key, "victim_iops", "alone")
+        if x is not None:
             verdicts.append((x >= TARGETS["victim_vs_alone"],
                              "%s: victim IOPS under libmadvseq / alone = %.3f (target >= %.2f)" % (
                                  k, x, TARGETS["victim_vs_alone"])))
-        mbs, kern = agg(key, "stream_mbs"), agg("%s/kernel" % k, "stream_mbs")
-        if mbs and kern:
-            x = mbs / kern
+        x = paired(key, "stream_mbs", "%s/kernel" % k)
+        if x is not None:
             verdicts.append((x >= TARGETS["stream_vs_kernel"],
                              "%s: streamer MB/s under libmadvseq / kernel alone = %.3f (target >= %.2f)" % (
                                  k, x, TARGETS["stream_vs_kernel"])))
@@ -709,23 +833,26 @@ def report(b):
         tgt = TARGETS["read_cost"] if row["test"] == "read4k" else TARGETS["mmap_cost"]
         what = "4 KiB read() of cached data" if row["test"] == "read4k" else \
             "untracked %s mmap+munmap" % row["test"]
-        verdicts.append((row["ratio_med"] <= tgt,
-                         "%s with/without shim = %.3f by medians, %.3f by mins (target <= %.2f)" % (
-                             what, row["ratio_med"], row["ratio_min"], tgt)))
+        x = row.get("ratio_pairs", row["ratio_med"])
+        verdicts.append((x <= tgt,
+                         "%s with/without shim = %.3f (median of adjacent pairs; %.3f by medians, "
+                         "%.3f by mins) (target <= %.2f)" % (what, x, row["ratio_med"], row["ratio_min"], tgt)))
 
     cost_rows = getattr(b, "cost_rows", [])
     if cost_rows:
-        P("per-call cost (ns/call, %d interleaved runs of %d calls over %d VMA layouts; read4k x4)" % (
-            a.cost_runs, a.cost_n, max(1, a.cost_layouts)))
-        P("%-8s %12s %12s %12s %12s %8s %8s %11s %11s" % (
-            "test", "without med", "with med", "without min", "with min", "x med", "x min",
+        P("per-call cost (ns/call, %d interleaved runs of %d calls over %d VMA layouts; read4k x4;"
+          " Ir = user-space instructions per call, callgrind)" % (
+              a.cost_runs, a.cost_n, max(1, a.cost_layouts)))
+        P("%-8s %12s %12s %12s %12s %8s %8s %8s %11s %11s" % (
+            "test", "without med", "with med", "without min", "with min", "x pairs", "x med", "x min",
             "Ir/call w/o", "Ir/call w/"))
         for row in cost_rows:
-            P("%-8s %12.1f %12s %12.1f %12s %8s %8s %11s %11s" % (
+            P("%-8s %12.1f %12s %12.1f %12s %8s %8s %8s %11s %11s" % (
                 row["test"], row["without_med"],
                 "%.1f" % row["with_med"] if "with_med" in row else "-",
                 row["without_min"],
                 "%.1f" % row["with_min"] if "with_min" in row else "-",
+                "%.3f" % row["ratio_pairs"] if "ratio_pairs" in row else "-",
                 "%.3f" % row["ratio_med"] if "ratio_med" in row else "-",
                 "%.3f" % row["ratio_min"] if "ratio_min" in row else "-",
                 "%.0f" % row["ir_without"] if "ir_without" in row else "-",
@@ -733,7 +860,8 @@ def report(b):
         for row in cost_rows:
             if row.get("ratio_by_layout"):
                 P("  %-6s with/without by layout (-v K): %s" % (row["test"], " ".join(
-                    "%d:%.2f" % kv for kv in sorted(row["ratio_by_layout"].items()))))
+                    "%s:%.2f" % (k, v) for k, v in sorted(row["ratio_by_layout"].items(),
+                                                          key=lambda kv: int(kv[0])))))
         P("")
     for ok, text in verdicts:
         P("%s  %s" % ("PASS" if ok else "MISS", text))
@@ -784,6 +912,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep (and reuse) the data files")
     ap.add_argument("--log-dir", help="keep fio JSON, stderr and shim stats here")
     ap.add_argument("--json", help="write all raw results to this file")
+    ap.add_argument("--report-from", metavar="JSON",
+                    help="print the table and verdicts of a run saved with --json, run nothing")
+    ap.add_argument("--pin", action="store_true",
+                    help="victim on the first CPU, streamer (and the shim's thread) on the others: "
+                    "measures the page-cache effect apart from CPU sharing")
     ap.add_argument("--cgroup-parent", help="create the benchmark cgroup under this cgroup directory")
     ap.add_argument("--no-cost", action="store_true", help="skip the mmap_cost comparison")
     ap.add_argument("--cost-only", action="store_true", help="only the mmap_cost comparison")
@@ -803,6 +936,12 @@ def main():
     a.cost_runs = a.cost_runs or (8 if q else 16)
     if q and a.variants == "kernel,shim,nocache":
         a.variants = "kernel,shim"
+    a.victim_cpus = a.stream_cpus = None
+    if a.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            ap.error("--pin needs at least 2 CPUs")
+        a.victim_cpus, a.stream_cpus = {cpus[0]}, set(cpus[1:])
     kinds = list(STREAMERS) if a.streamers == "all" else [k for k in a.streamers.split(",") if k]
     variants = [v for v in a.variants.split(",") if v]
     for k in kinds:
@@ -819,6 +958,16 @@ def main():
         cand = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "tests", "bench", "mmap_cost")
         a.mmap_cost = cand if os.path.exists(cand) else None
 
+    if a.report_from:
+        b = Bench(a)
+        saved = json.load(open(a.report_from))
+        b.results, b.cost_rows = saved["results"], saved["cost"]
+        for k, v in saved.get("args", {}).items():
+            setattr(a, k, v)
+        b.cg = argparse.Namespace(version=saved.get("cgroup_version", 0))
+        report(b)
+        return 0
+
     base = os.path.abspath(a.dir or default_dir())
     os.makedirs(base, exist_ok=True)
     a.data_dir = os.path.join(base, "madvseq-bench-data" if a.keep else "madvseq-bench-%d" % os.getpid())
@@ -834,7 +983,14 @@ def main():
 
     b = Bench(a)
 
+    stopping = []
+
     def on_signal(sig, frame):
+        # Once: a terminal's Ctrl-C reaches us and a wrapper's SIGTERM may
+        # follow; the second must not interrupt the cleanup.
+        if stopping:
+            return
+        stopping.append(sig)
         raise KeyboardInterrupt("signal %d" % sig)
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
@@ -866,7 +1022,11 @@ def main():
             b.cg.destroy()
         if a.json:
             with open(a.json, "w") as f:
-                json.dump({"results": b.results, "cost": getattr(b, "cost_rows", [])}, f, indent=1)
+                json.dump({"results": b.results, "cost": getattr(b, "cost_rows", []),
+                           "cgroup_version": b.cg.version if b.cg else 0,
+                           "args": {k: getattr(a, k) for k in (
+                               "limit", "victim_size", "stream_size", "passes", "reps",
+                               "cost_runs", "cost_n", "cost_layouts", "pin")}}, f, indent=1)
         if not a.keep:
             for fn in (a.victim_file, a.stream_file, os.path.join(a.data_dir, "mmap_cost.dat")):
                 try:

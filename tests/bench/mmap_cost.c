@@ -25,7 +25,9 @@
  * FILE is created (1 MiB of data) if missing; it is read once first so its
  * pages are cached.  No dependency on the library.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -54,7 +56,7 @@ static void die(const char *what)
 	exit(2);
 }
 
-__attribute__((noinline)) void bench_anon(long n, size_t len)
+static __attribute__((noinline)) void bench_anon(long n, size_t len)
 {
 	for (long i = 0; i < n; i++) {
 		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -67,7 +69,7 @@ __attribute__((noinline)) void bench_anon(long n, size_t len)
 	}
 }
 
-__attribute__((noinline)) void bench_file(long n, size_t len, int fd)
+static __attribute__((noinline)) void bench_file(long n, size_t len, int fd)
 {
 	for (long i = 0; i < n; i++) {
 		void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
@@ -79,7 +81,7 @@ __attribute__((noinline)) void bench_file(long n, size_t len, int fd)
 	}
 }
 
-__attribute__((noinline)) void bench_read4k(long n, int fd)
+static __attribute__((noinline)) void bench_read4k(long n, int fd)
 {
 	static char buf[4096] __attribute__((aligned(4096)));
 	for (long i = 0; i < n; i++) {
