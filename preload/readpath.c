@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <urcu/urcu-bp.h>
 
@@ -247,6 +248,47 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 	}
 }
 
+/*
+ * Writes: fadvise(DONTNEED) skips dirty and writeback pages, so chunks are
+ * dropped in order once cachestat says they are clean; returns how far.
+ * A writer more than WB_AHEAD past its oldest unwritten chunk waits for it
+ * (polling: waiting with sync_file_range would take a writeback error
+ * away from the program's own fsync), which bounds its cache footprint
+ * as dd oflag=direct would, without changing what write() returns.
+ */
+#define WB_AHEAD (2 * msq_cfg.policy.lag)
+#define WB_POLL_NS 1000000L
+#define WB_POLLS 200 /* at most 200 ms per call */
+
+static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t target)
+{
+	uint64_t c = d->done;
+	int polls = 0;
+
+	while (c < target) {
+		struct msq_cachestat_range r = { c, CHUNK };
+		struct msq_cachestat cs;
+
+		if (!msq_extents_overlaps(&d->pre, c, c + CHUNK)) {
+			if (msq_cachestat(fd, &r, &cs) < 0)
+				return target; /* cannot tell: leave it to the kernel */
+			if (cs.nr_dirty || cs.nr_writeback) {
+				if (target - c <= WB_AHEAD || polls++ == WB_POLLS)
+					return c;
+				if (polls == 1 && !MSQ_FAULT("madvseq/readpath/sync_file_range"))
+					syscall(SYS_sync_file_range, fd, (off_t)c, (off_t)CHUNK,
+						SYNC_FILE_RANGE_WRITE);
+				nanosleep(&(struct timespec){ 0, WB_POLL_NS }, NULL);
+				continue;
+			}
+			if (cs.nr_cache)
+				sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED);
+		}
+		c += CHUNK;
+	}
+	return c;
+}
+
 /* The stream moved to [off, end): extend the snapshot, drop behind. */
 static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint64_t end,
 		    bool writing)
@@ -271,10 +313,10 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	target = end > lag ? floor_chunk(end - lag) : 0;
 	if (target <= d->done)
 		return;
-	/* Writes: chunks behind are retried once, in case writeback had not
-	 * finished the first time (DONTNEED skips dirty and writeback pages). */
-	drop_range(fd, s, d, writing && d->done >= 2 * CHUNK + ceil_chunk(d->run_start)
-				     ? d->done - 2 * CHUNK : d->done, target);
+	if (writing)
+		target = drop_written(fd, s, d, target);
+	else
+		drop_range(fd, s, d, d->done, target);
 	d->done = target;
 	if (d->snap_lo + SNAP_WINDOW < target) {
 		/* Forget what is behind: keeps the set small on long streams. */

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Edge cases through rpclient, run without and with the shim: the output
+# (data hashes, return values, errno, offsets) must be identical.  Short
+# reads, errors, O_DIRECT, pipes, sockets, EINTR, fork, threads, dup*,
+# writes.  Then the page cache: what a forked child and threads leave.
+#   client.sh RPCLIENT
+. "$(dirname "$0")/lib.sh"
+
+CLIENT=$1
+F=$WORK/f
+make_file "$F" 64
+
+for sc in short vec errors odirect pipe socket eintr fork threads dup write; do
+	arg=$F
+	[ $sc = write ] && arg=$WORK/w
+	evict "$F"
+	"$CLIENT" $sc "$arg" > "$WORK/plain" 2>&1
+	for mode in advised all off; do
+		evict "$F"
+		shim MADVSEQ_READ=$mode "$CLIENT" $sc "$arg" > "$WORK/shim" 2>&1
+		if cmp -s "$WORK/plain" "$WORK/shim"; then
+			ok "$sc ($mode): same as without the shim"
+		else
+			fail "$sc ($mode): differs from without the shim"
+			diff "$WORK/plain" "$WORK/shim" | head -20
+		fi
+	done
+done
+
+# O_DIRECT fds are left alone: a file cached before stays cached.
+warm "$F"
+shim "$CLIENT" odirect "$F" > /dev/null
+expect_whole "$F" "O_DIRECT reader"
+
+# A child continuing the parent's stream (and calling exit()) drops behind
+# it too; nothing breaks when the parent closes after it.
+evict "$F"
+shim "$CLIENT" fork "$F" > /dev/null
+expect_streamed "$F" "fork: parent half, child half"
+
+# Sequential readers of a shared offset from a parent and its child.
+evict "$F"
+shim "$CLIENT" dup "$F" > /dev/null
+expect_streamed "$F" "dup'd fds read alternately"
+
+# RWF_DONTCACHE in place of reads: the same data and offsets.
+if shim MADVSEQ_DONTCACHE=1 MADVSEQ_DEBUG=1 "$CLIENT" short "$F" 2>&1 | grep -q "RWF_DONTCACHE refused"; then
+	echo "info: this filesystem refuses RWF_DONTCACHE: the fallback was tested"
+fi
+for sc in short vec errors; do
+	"$CLIENT" $sc "$F" > "$WORK/plain" 2>&1
+	evict "$F"
+	shim MADVSEQ_DONTCACHE=1 "$CLIENT" $sc "$F" > "$WORK/shim" 2>&1
+	cmp -s "$WORK/plain" "$WORK/shim" && ok "$sc (RWF_DONTCACHE): same" ||
+		{ fail "$sc (RWF_DONTCACHE): differs"; diff "$WORK/plain" "$WORK/shim" | head; }
+	[ $sc = errors ] || expect_streamed "$F" "$sc (RWF_DONTCACHE)"
+done
+# (evict first: folios a DONTCACHE stream read ahead keep their
+# drop-behind mark, and the kernel drops them at the next read.)
+evict "$F"
+warm "$F"
+shim MADVSEQ_DONTCACHE=1 "$CLIENT" short "$F" > /dev/null
+expect_whole "$F" "RWF_DONTCACHE, cached before"
+
+finish

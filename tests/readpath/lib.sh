@@ -1,0 +1,62 @@
+# Shared by the read-path tests (sourced).  Environment from meson:
+#   MADVSEQ_WRAPPER  the uninstalled `madvseq` script
+#   MADVSEQ_LIB      libmadvseq.so
+#   MADVSEQ_PRELOAD  (optional) full LD_PRELOAD value, e.g. the sanitizer
+#                    runtimes followed by the library; replaces the wrapper
+#   RP_DIR           scratch directory on a disk filesystem (not tmpfs)
+set -u
+
+LAG=$((16 << 20))
+SLACK=$((4 << 20))
+fails=0
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (cache eviction of test files, cgroup-free measurements)"
+command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
+command -v vmtouch >/dev/null || skip "vmtouch not installed"
+
+RP_DIR=${RP_DIR:-${TMPDIR:-/var/tmp}}
+mkdir -p "$RP_DIR" || skip "cannot create $RP_DIR"
+case "$(stat -f -c %T "$RP_DIR")" in
+	tmpfs|ramfs) skip "$RP_DIR is on $(stat -f -c %T "$RP_DIR"): page-cache tests need a disk filesystem" ;;
+esac
+WORK=$(mktemp -d "$RP_DIR/readpath.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+
+# shim [VAR=value...] PROGRAM ARGS: runs PROGRAM with libmadvseq.
+shim() {
+	if [ -n "${MADVSEQ_PRELOAD:-}" ]; then
+		env ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}" \
+			LD_PRELOAD="$MADVSEQ_PRELOAD" "$@"
+	else
+		env MADVSEQ_LIBRARY="$MADVSEQ_LIB" sh "$MADVSEQ_WRAPPER" run -- env "$@"
+	fi
+}
+
+cached() { fincore -b -n -o RES "$1" | tr -d ' '; }
+evict() { vmtouch -e "$1" >/dev/null; }
+warm() { vmtouch -t "$1" >/dev/null; }
+size() { stat -c %s "$1"; }
+mib() { echo "$(( $1 >> 20 )) MiB"; }
+
+# A file of $2 MiB of random data.
+make_file() { dd if=/dev/urandom of="$1" bs=1M count="$2" status=none && sync "$1"; }
+
+# expect_streamed FILE WHAT: at most lag + 4 MiB of FILE left cached.
+expect_streamed() {
+	c=$(cached "$1")
+	if [ "$c" -le $((LAG + SLACK)) ]; then ok "$2: $(mib "$c") cached"
+	else fail "$2: $(mib "$c") of $(mib "$(size "$1")") cached (limit $(mib $((LAG + SLACK))))"; fi
+}
+
+# expect_whole FILE WHAT: all of FILE still cached.
+expect_whole() {
+	c=$(cached "$1")
+	if [ "$c" -ge "$(size "$1")" ]; then ok "$2: stayed cached"
+	else fail "$2: $(mib "$c") of $(mib "$(size "$1")") cached"; fi
+}
+
+finish() { [ "$fails" = 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }
