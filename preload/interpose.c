@@ -68,14 +68,13 @@ static uint64_t page_end(const void *a, size_t len)
 	return ((uintptr_t)a + len + 4095) & ~(uint64_t)4095;
 }
 
-static void *wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* MAP_FIXED over a tracked range: the old mapping goes, as with munmap. */
+static __attribute__((noinline)) void *mmap_fixed_tracked(void *addr, size_t len, int prot,
+							   int flags, int fd, off_t off)
 {
 	void *p;
 
-	/* Without MAP_FIXED the kernel picks a free range: nothing tracked
-	 * can be replaced, so this is the whole cost of an untracked call. */
-	if (!(flags & MAP_FIXED) || msq_guard || !msq_regions_any() || !msq_shim_ready() ||
-	    !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
+	if (!msq_shim_ready() || !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
 		return call_mmap(addr, len, prot, flags, fd, off);
 	MSQ_ENTER();
 	msq_track_lock();
@@ -87,6 +86,15 @@ static void *wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	}
 	MSQ_LEAVE();
 	return p;
+}
+
+static inline void *wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	/* Without MAP_FIXED the kernel picks a free range: nothing tracked
+	 * can be replaced, so this is the whole cost of an untracked call. */
+	if (__builtin_expect((flags & MAP_FIXED) && !msq_guard && msq_regions_any(), 0))
+		return mmap_fixed_tracked(addr, len, prot, flags, fd, off);
+	return call_mmap(addr, len, prot, flags, fd, off);
 }
 
 MSQ_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -101,12 +109,11 @@ MSQ_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return wrap_mmap(addr, len, prot, flags, fd, off);
 }
 
-MSQ_EXPORT int munmap(void *addr, size_t len)
+static __attribute__((noinline)) int munmap_tracked(void *addr, size_t len)
 {
 	int rc;
 
-	if (msq_guard || !msq_regions_any() || !msq_shim_ready() ||
-	    !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
+	if (!msq_shim_ready() || !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
 		return call_munmap(addr, len);
 	MSQ_ENTER();
 	/* Final drop and untrack first, with the lock held until the range is
@@ -120,6 +127,13 @@ MSQ_EXPORT int munmap(void *addr, size_t len)
 	}
 	MSQ_LEAVE();
 	return rc;
+}
+
+MSQ_EXPORT int munmap(void *addr, size_t len)
+{
+	if (__builtin_expect(!msq_guard && msq_regions_any(), 0))
+		return munmap_tracked(addr, len);
+	return call_munmap(addr, len);
 }
 
 MSQ_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)

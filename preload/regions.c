@@ -21,13 +21,10 @@ struct table {
 };
 
 static struct table *g_table; /* RCU-protected; NULL when empty */
+/* g_table as msq_regions_any() sees it (set with it, under the lock). */
+void *msq_regions_published;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_next_id = 1;
-
-bool msq_regions_any(void)
-{
-	return __atomic_load_n(&g_table, __ATOMIC_RELAXED) != NULL;
-}
 
 bool msq_regions_overlap(uint64_t start, uint64_t end)
 {
@@ -122,6 +119,7 @@ static int publish(struct builder *b)
 		t->n = b->n;
 	}
 	rcu_assign_pointer(g_table, t);
+	__atomic_store_n(&msq_regions_published, t, __ATOMIC_RELEASE);
 	if (old) {
 		urcu_bp_synchronize_rcu();
 		free(old);
@@ -419,6 +417,7 @@ void msq_regions_clear(void (*retire)(struct msq_region *part, void *arg), void 
 	if (!t)
 		return;
 	rcu_assign_pointer(g_table, NULL);
+	__atomic_store_n(&msq_regions_published, NULL, __ATOMIC_RELEASE);
 	urcu_bp_synchronize_rcu();
 	for (size_t i = 0; i < t->n; i++) {
 		if (retire)
@@ -447,6 +446,7 @@ void msq_regions_atfork_child(void)
 	urcu_bp_after_fork_child();
 	/* The child is single-threaded: no reader can hold the old table. */
 	g_table = NULL;
+	msq_regions_published = NULL;
 	if (t) {
 		for (size_t i = 0; i < t->n; i++)
 			region_free(t->e[i].r);

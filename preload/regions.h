@@ -27,8 +27,13 @@ struct msq_region {
 
 /* Any thread, no lock.  True if [start, end) overlaps a tracked range. */
 bool msq_regions_overlap(uint64_t start, uint64_t end);
-/* Any thread, no lock.  True if anything is tracked (one atomic load). */
-bool msq_regions_any(void);
+/* Any thread, no lock.  True if anything is tracked (one atomic load):
+ * inline, since every munmap of the program asks. */
+extern void *msq_regions_published __attribute__((visibility("hidden")));
+static inline bool msq_regions_any(void)
+{
+	return __atomic_load_n(&msq_regions_published, __ATOMIC_RELAXED) != NULL;
+}
 
 void msq_regions_lock(void);
 void msq_regions_unlock(void);
