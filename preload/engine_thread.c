@@ -76,7 +76,7 @@ void msq_engine_retire(struct msq_region *part, void *arg)
 {
 	const char *why = arg ? arg : "unmapped";
 
-	if (!part->delegated && !msq_cfg.kernel_covers && msq_is_owner() && ensure_pagemap() == 0)
+	if (!part->delegated && !part->kernel && msq_is_owner() && ensure_pagemap() == 0)
 		msq_stream_cycle(&g_eng, &part->s, msq_now_ns(), true);
 	account(part);
 	report_region(part, why);
@@ -125,7 +125,7 @@ static void *engine_main(void *arg)
 				msq_regions_unlock();
 				break;
 			}
-			if (!r->delegated && !msq_cfg.kernel_covers && ensure_pagemap() == 0) {
+			if (!r->delegated && !r->kernel && ensure_pagemap() == 0) {
 				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);
 
 				if (d > 0)

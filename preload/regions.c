@@ -145,6 +145,7 @@ static struct msq_region *region_clip(const struct msq_region *src, uint64_t sta
 	}
 	r->id = src->id;
 	r->delegated = src->delegated;
+	r->kernel = src->kernel;
 	return r;
 }
 
@@ -387,6 +388,7 @@ int msq_regions_move(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t
 			mid->s.st = o->s.st;
 			mid->id = o->id;
 			mid->delegated = o->delegated;
+			mid->kernel = o->kernel;
 		}
 		for (int k = 0; k < 3; k++)
 			if (piece[k] && push(&b, piece[k]) < 0)

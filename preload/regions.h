@@ -23,6 +23,7 @@ struct msq_region {
 	struct msq_stream s;
 	uint64_t id;
 	bool delegated; /* the daemon does this region's work */
+	bool kernel;    /* the kernel's own drop-behind covers it: step aside */
 };
 
 /* Any thread, no lock.  True if [start, end) overlaps a tracked range. */

@@ -125,7 +125,9 @@ static void read_config(void)
 		else
 			strcpy(msq_cfg.stats_path, v);
 	}
-	msq_cfg.kernel_covers = msq_kernel_dropbehind_state("/proc") == 1;
+	/* MADVSEQ_PROCFS: where to look for the kernel's switch (tests). */
+	v = getenv("MADVSEQ_PROCFS");
+	msq_cfg.kernel_covers = msq_kernel_dropbehind_state(v && *v ? v : "/proc") == 1;
 }
 
 static void atfork_prepare(void)

@@ -8,10 +8,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "../common/kernel_switch.h"
 #include "../common/maps.h"
 #include "daemon_client.h"
 #include "engine.h"
@@ -85,7 +87,14 @@ static int on_vma(const struct msq_vma *v, void *arg)
 		free(r);
 		return 0;
 	}
-	if (may_write)
+	if (msq_cfg.kernel_covers) {
+		struct statfs sf;
+
+		/* The patched kernel drops behind MADV_SEQUENTIAL faults of
+		 * page-cache files itself, exactly: leave those to it. */
+		r->kernel = statfs(v->path, &sf) == 0 && msq_kernel_dropbehind_covers_fs((long)sf.f_type);
+	}
+	if (may_write && !r->kernel)
 		snapshot(&r->s);
 	c->r[c->n++] = r;
 	return 0;
@@ -107,7 +116,7 @@ void msq_track_sequential(uint64_t start, uint64_t end)
 	for (size_t i = 0; i < c.n; i++) {
 		struct msq_region *r = c.r[i];
 		uint64_t s = r->s.start, e = r->s.end;
-		bool known = r->s.precached_known;
+		bool known = r->s.precached_known, kernel = r->kernel;
 		enum msq_drop_how how = r->s.how;
 
 		msq_format_size(msq_extents_total(&r->s.precached), pre, sizeof(pre));
@@ -117,10 +126,13 @@ void msq_track_sequential(uint64_t start, uint64_t end)
 			continue;
 		}
 		/* r may have been merged and freed: report from the copies. */
-		msq_debug("tracking %#" PRIx64 "-%#" PRIx64 " (%s): %s%s%s", s, e, msq_drop_how_name(how),
-			  known ? "cached before: " : "",
-			  known ? pre : "cannot tell what was cached before (file not writable)",
-			  msq_cfg.kernel_covers ? "; the kernel's drop-behind covers it" : "");
+		if (kernel)
+			msq_debug("tracking %#" PRIx64 "-%#" PRIx64 ": the kernel's drop-behind covers "
+				  "it: left to the kernel", s, e);
+		else
+			msq_debug("tracking %#" PRIx64 "-%#" PRIx64 " (%s): %s%s", s, e,
+				  msq_drop_how_name(how), known ? "cached before: " : "",
+				  known ? pre : "cannot tell what was cached before (file not writable)");
 	}
 	msq_engine_start();
 	msq_track_unlock();
