@@ -319,8 +319,10 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 		drop_range(fd, s, d, d->done, target);
 	d->done = target;
 	if (d->snap_lo + SNAP_WINDOW < target) {
-		/* Forget what is behind: keeps the set small on long streams. */
-		msq_extents_remove(&d->pre, 0, target);
+		/* Forget what is behind: keeps the set small on long streams.
+		 * (Not on an empty set: msq_extents_remove then memmoves NULL.) */
+		if (d->pre.n)
+			msq_extents_remove(&d->pre, 0, target);
 		d->snap_lo = target;
 	}
 }

@@ -18,7 +18,7 @@ SUM=$(sha256sum < "$F")
 fiu() {
 	point=$1
 	shift
-	ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:verify_asan_link_order=0" \
 	fiu-run -c "enable name=$point" sh -c 'LD_PRELOAD="$0 $LD_PRELOAD" exec "$@"' \
 		"$(echo "${MADVSEQ_PRELOAD:-$MADVSEQ_LIB}" | tr : ' ')" "$@"
 }

@@ -8,7 +8,11 @@
  * Scenarios: short, vec, errors, odirect, pipe, socket, eintr, fork,
  * threads, dup, write FILE (writes 64 MiB, prints its hash).
  */
+#ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
