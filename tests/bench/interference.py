@@ -184,6 +184,14 @@ class Cgroup:
                     return 2, root + v2[0].rstrip("/")
         raise SystemExit("no memory cgroup controller found (v1 or v2)")
 
+    def rel_path(self):
+        """The path /proc/PID/cgroup shows for members (v1: of the memory
+        hierarchy)."""
+        root = "/sys/fs/cgroup/memory" if self.version == 1 else "/sys/fs/cgroup"
+        if self.path.startswith(root + "/"):
+            return self.path[len(root):]
+        return self.path
+
     def _write(self, fname, value):
         with open(os.path.join(self.path, fname), "w") as f:
             f.write(value)
@@ -322,32 +330,79 @@ def variant_nocache(a, argv, env, logp):
     return ["nocache"] + argv, env, None
 
 
+def daemon_socket(a):
+    return os.path.join(a.log_dir, "madvseqd.sock")
+
+
 def variant_daemon(a, argv, env, logp):
-    """Row "daemon does the work": the streamer runs under the shim, a madvseqd
-    in the benchmark cgroup's scope takes over dropping.  Hook: start the daemon
-    in start_daemon(), then run like variant_shim."""
+    """Row "daemon does the work": the streamer runs under the shim, which
+    registers its regions with a madvseqd started for the phase
+    (start_daemon); the daemon drops for them with process_madvise."""
     if not a.daemon or not os.path.exists(a.daemon):
         return None, None, "no daemon (--daemon)"
     argv, env, why = variant_shim(a, argv, env, logp)
-    return argv, env, why or "daemon rows not wired yet"
+    if not why:
+        env["MADVSEQ_SOCKET"] = daemon_socket(a)
+    return argv, env, why
 
 
 def variant_discovery(a, argv, env, logp):
     """Row "static streamer under daemon discovery": no shim in the streamer;
-    the daemon finds its MADV_SEQUENTIAL VMA (VmFlags 'sr') in smaps."""
+    the daemon finds its MADV_SEQUENTIAL VMA (VmFlags 'sr') in smaps.  Only
+    mmap streamers have such a VMA."""
     if not a.daemon or not os.path.exists(a.daemon):
         return None, None, "no daemon (--daemon)"
-    return argv, env, "discovery rows not wired yet"
+    if "--ioengine=mmap" not in argv:
+        return None, None, "discovery finds MADV_SEQUENTIAL mappings only"
+    return argv, env, None
 
 
-def start_daemon(a, cg, logdir):
-    """Hook for the daemon rows: start madvseqd for the phase, return a handle
-    to stop it (stop_daemon).  The daemon doesn't exist yet."""
-    return None
+def start_daemon(a, cg, logp, discover):
+    """Start madvseqd for one phase with a configuration that covers only the
+    benchmark cgroup; returns a handle for stop_daemon.  It runs outside the
+    benchmark cgroup, as a system daemon would."""
+    sock = daemon_socket(a)
+    conf = logp + ".madvseqd.conf"
+    try:
+        os.unlink(sock)
+    except FileNotFoundError:
+        pass
+    with open(conf, "w") as f:
+        f.write("[daemon]\nsocket = %s\ninterval = 20ms\n" % sock)
+        # The default (2s) lets a 1 GB/s stream fill the cgroup before the
+        # daemon first looks; see --discover-interval.
+        f.write("discover_interval = %s\n" % a.discover_interval)
+        f.write("\n[/*]\nmode = off\n")
+        # "/*/name", not the full path: madvseqd (libinih) cuts section
+        # names at 49 characters, and cgroup paths are often longer.
+        f.write("\n[/*/%s]\nmode = %s\ndiscover = %s\n" % (
+            os.path.basename(cg.rel_path()), a.mode or "pageout", "yes" if discover else "no"))
+        if a.lag:
+            f.write("lag = %s\n" % a.lag)
+    out = open(logp + ".madvseqd.log", "w")
+    p = subprocess.Popen([a.daemon, "-c", conf, "-s", sock, "-l", "debug" if a.daemon_debug else "info"],
+                         stdout=out, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if os.path.exists(sock) or p.poll() is not None:
+            break
+        time.sleep(0.05)
+    if p.poll() is not None:
+        raise RuntimeError("madvseqd exited (%s); see %s.madvseqd.log" % (p.returncode, logp))
+    return (p, out)
 
 
 def stop_daemon(handle):
-    pass
+    if not handle:
+        return
+    p, out = handle
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    out.close()
 
 
 VARIANTS = {
@@ -371,9 +426,9 @@ def fio_json(path):
 
 class VictimSched:
     """Where the victim's time went, from /proc/PID/schedstat of fio's job
-    process (on-CPU ns, runqueue-wait ns): on CPU, waiting for a CPU, or
-    blocked (the rest: here, reads that missed the page cache).  A victim
-    whose cache is intact but that lost IOPS lost them to CPU sharing."""
+    process (on-CPU ns, runqueue-wait ns), and what it read from storage
+    (/proc/PID/io read_bytes: its page-cache misses).  A victim that read
+    nothing from disk but lost IOPS lost them to CPU sharing."""
 
     def __init__(self):
         self.pid = self.job = None
@@ -413,9 +468,19 @@ class VictimSched:
     def _read(self):
         try:
             cpu, wait = open("/proc/%d/schedstat" % self.job).read().split()[:2]
-            return int(cpu), int(wait)
+            rb = 0
+            for line in open("/proc/%d/io" % self.job):
+                if line.startswith("read_bytes:"):
+                    rb = int(line.split()[1])
+            return int(cpu), int(wait), rb
         except (OSError, ValueError):
             return None
+
+    def disk_read(self):
+        """Bytes the victim read from storage (its cache misses)."""
+        if not self.last or not self.first:
+            return None
+        return self.last[1][2] - self.first[2]
 
     def _pct(self, i):
         if not self.last or not self.first:
@@ -520,8 +585,15 @@ class Bench:
         self.prepare()
         log("phase %s (rep %d)" % (name, rep + 1))
         vout = logp + ".victim.json"
-        dh = start_daemon(a, self.cg, a.log_dir) if variant in ("daemon", "discovery") else None
+        dh = None
         try:
+            if variant in ("daemon", "discovery"):
+                try:
+                    dh = start_daemon(a, self.cg, logp, variant == "discovery")
+                except (RuntimeError, OSError) as e:
+                    res["skip"] = str(e)
+                    self.results.append(res)
+                    return res
             vs = VictimSched()
             if kind is None:
                 v = self.spawn(self.victim_argv(vout, a.alone_seconds), cpus=a.victim_cpus)
@@ -585,6 +657,7 @@ class Bench:
             "victim_fio_cpu_pct": job["usr_cpu"] + job["sys_cpu"],
             "victim_cpu_pct": vs.cpu_pct(),
             "victim_runq_pct": vs.wait_pct(),
+            "victim_disk_read": vs.disk_read(),
         })
         if res["stream_cached_peak"] is not None:
             res["stream_cached_peak"] = max(res["stream_cached_peak"], res["stream_cached_end"])
@@ -601,9 +674,9 @@ class Bench:
         if files:
             stats["processes"] = len(files)
             res["shim_stats"] = stats
-        log("  victim %.0f IOPS p99 %.1fus cpu %s%%%s; cgroup cache %s, streamer file cached %s (peak %s)%s" % (
+        log("  victim %.0f IOPS p99 %.1fus cpu %s%s; cgroup cache %s, streamer file cached %s (peak %s)%s" % (
             res["victim_iops"], res["victim_p99_us"],
-            "%.0f (runq wait %.0f%%)" % (res["victim_cpu_pct"], res["victim_runq_pct"])
+            "%.0f%% (runq wait %.0f%%)" % (res["victim_cpu_pct"], res["victim_runq_pct"])
             if res["victim_cpu_pct"] is not None else "?",
             "" if st is None else ", streamer %.0f MB/s in %.1fs" % (res["stream_mbs"], st),
             fmt_bytes(res["cg_cache_end"]), fmt_bytes(res["stream_cached_end"]),
@@ -742,10 +815,10 @@ def report(b):
               b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
               fmt_bytes(a.stream_size), a.passes, a.reps,
               ", victim and streamer pinned to separate CPUs" if getattr(a, "pin", False) else ""))
-    fmt = "%-38s %8s %7s %6s %7s %4s %4s %4s %6s %6s %8s %9s %9s %8s"
+    fmt = "%-38s %8s %7s %6s %7s %4s %4s %6s %6s %6s %8s %9s %9s %8s"
     hdr = fmt % ("configuration", "victim", "x alone", "p99", "p99.9", "vic", "vic", "vic",
                  "strm", "x kern", "cg cache", "strm file", "strm file", "victim")
-    hdr2 = fmt % ("", "IOPS", "", "us", "us", "cpu%", "rq%", "blk%", "MB/s", "", "at end",
+    hdr2 = fmt % ("", "IOPS", "", "us", "us", "cpu%", "rq%", "disk", "MB/s", "", "at end",
                   "at end", "peak", "res. min")
     if order:
         P(hdr)
@@ -774,14 +847,14 @@ def report(b):
             vmin = agg(key, "victim_cached_end", min)
         cpu = agg(key, "victim_cpu_pct")
         rq = agg(key, "victim_runq_pct")
-        blk = max(0.0, 100.0 - cpu - rq) if (cpu is not None and rq is not None) else None
+        disk = agg(key, "victim_disk_read")
         P(fmt % (
             label[:38], "%.0f" % iops,
             "%.3f" % xa if xa is not None else "-",
             "%.1f" % agg(key, "victim_p99_us"), "%.0f" % agg(key, "victim_p999_us"),
             "%.0f" % cpu if cpu is not None else "-",
             "%.0f" % rq if rq is not None else "-",
-            "%.0f" % blk if blk is not None else "-",
+            fmt_bytes(disk),
             "%.0f" % mbs if mbs else "-",
             "%.3f" % xk if xk is not None else "-",
             fmt_bytes(agg(key, "cg_cache_end", max)),
@@ -807,15 +880,16 @@ def report(b):
     verdicts = []
     for key in order:
         r0 = rows[key][0]
-        if r0["kind"] is None or r0["variant"] != "shim" or any(r.get("skip") for r in rows[key]):
+        if r0["kind"] is None or r0["variant"] not in ("shim", "daemon") or \
+                any(r.get("skip") for r in rows[key]):
             continue
-        k = r0["kind"]
+        k = r0["kind"] + ("" if r0["variant"] == "shim" else " (madvseqd)")
         x = paired(key, "victim_iops", "alone")
         if x is not None:
             verdicts.append((x >= TARGETS["victim_vs_alone"],
                              "%s: victim IOPS under libmadvseq / alone = %.3f (target >= %.2f)" % (
                                  k, x, TARGETS["victim_vs_alone"])))
-        x = paired(key, "stream_mbs", "%s/kernel" % k)
+        x = paired(key, "stream_mbs", "%s/kernel" % r0["kind"])
         if x is not None:
             verdicts.append((x >= TARGETS["stream_vs_kernel"],
                              "%s: streamer MB/s under libmadvseq / kernel alone = %.3f (target >= %.2f)" % (
@@ -889,8 +963,8 @@ def main():
                     help="short run for the demo: 1 rep, 1 pass, 5 s alone, kernel+shim only")
     ap.add_argument("--streamers", default="fio-mmap",
                     help="comma list of %s, or 'all' (default fio-mmap)" % ",".join(STREAMERS))
-    ap.add_argument("--variants", default="kernel,shim,nocache",
-                    help="comma list of %s (default kernel,shim,nocache)" % ",".join(VARIANTS))
+    ap.add_argument("--variants", default=None,
+                    help="comma list of %s (default all; quick: kernel,shim)" % ",".join(VARIANTS))
     ap.add_argument("--reps", type=int, default=None, help="repetitions, interleaved (default 3; quick 1)")
     ap.add_argument("--passes", type=int, default=None,
                     help="times the streamer reads its whole file per phase (default 2; quick 1)")
@@ -906,7 +980,11 @@ def main():
     ap.add_argument("--lag", help="MADVSEQ_LAG for the shim rows (default: the shim's)")
     ap.add_argument("--shim-env", action="append", default=[], metavar="K=V",
                     help="extra environment for the shim rows (repeatable)")
-    ap.add_argument("--daemon", help="madvseqd binary, for the daemon/discovery rows")
+    ap.add_argument("--daemon", help="madvseqd binary, for the daemon/discovery rows "
+                    "(default: daemon/madvseqd in --lib's build dir, if built)")
+    ap.add_argument("--discover-interval", default="500ms",
+                    help="madvseqd discover_interval for the discovery rows (default 500ms)")
+    ap.add_argument("--daemon-debug", action="store_true", help="madvseqd -l debug")
     ap.add_argument("--dir", default=None, help="directory on a disk filesystem for the data files "
                     "(default $TMPDIR if on disk, else build-bench/)")
     ap.add_argument("--keep", action="store_true", help="keep (and reuse) the data files")
@@ -934,8 +1012,8 @@ def main():
     a.passes = a.passes or (1 if q else 2)
     a.alone_seconds = a.alone_seconds or (5 if q else 10)
     a.cost_runs = a.cost_runs or (8 if q else 16)
-    if q and a.variants == "kernel,shim,nocache":
-        a.variants = "kernel,shim"
+    if a.variants is None:
+        a.variants = "kernel,shim" if q else ",".join(VARIANTS)
     a.victim_cpus = a.stream_cpus = None
     if a.pin:
         cpus = sorted(os.sched_getaffinity(0))
@@ -954,6 +1032,9 @@ def main():
         log("warning: not root; cgroup creation and eviction checks may fail")
     if a.lib:
         a.lib = os.path.abspath(a.lib)
+    if a.daemon is None and a.lib:
+        cand = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "daemon", "madvseqd")
+        a.daemon = cand if os.path.exists(cand) else None
     if a.mmap_cost is None and a.lib:
         cand = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "tests", "bench", "mmap_cost")
         a.mmap_cost = cand if os.path.exists(cand) else None
