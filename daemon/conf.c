@@ -55,6 +55,7 @@ struct parse {
 	FILE *f;
 	int line; /* of the line inih is handling: counted by our reader */
 	bool failed;
+	char label[64]; /* the [label] whose match = GLOB opened the last section */
 };
 
 __attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line, const char *fmt, ...)
@@ -105,27 +106,27 @@ static int on_daemon_key(struct parse *p, const char *k, const char *v, int line
 
 	if (!strcmp(k, "socket")) {
 		if (v[0] != '/' || strlen(v) >= sizeof(c->socket))
-			return fail(p, line, "socket: '%s' is not an absolute path shorter than 108 bytes%s", v, "");
+			return fail(p, line, "socket: '%s' is not an absolute path shorter than 108 bytes", v);
 		strcpy(c->socket, v);
 	} else if (!strcmp(k, "interval")) {
 		if (msq_parse_duration_ns(v, &c->interval_ns) < 0)
-			return fail(p, line, "interval: '%s' is not a duration from 100us to 1h%s", v, "");
+			return fail(p, line, "interval: '%s' is not a duration from 100us to 1h", v);
 	} else if (!strcmp(k, "discover_interval")) {
 		if (msq_parse_duration_ns(v, &c->discover_interval_ns) < 0)
-			return fail(p, line, "discover_interval: '%s' is not a duration from 100us to 1h%s", v, "");
+			return fail(p, line, "discover_interval: '%s' is not a duration from 100us to 1h", v);
 	} else if (!strcmp(k, "hello_timeout")) {
 		if (msq_parse_duration_ns(v, &c->hello_timeout_ns) < 0)
-			return fail(p, line, "hello_timeout: '%s' is not a duration from 100us to 1h%s", v, "");
+			return fail(p, line, "hello_timeout: '%s' is not a duration from 100us to 1h", v);
 	} else if (!strcmp(k, "max_clients")) {
 		if (msq_parse_size(v, &u) < 0 || u < 1 || u > 1000000)
-			return fail(p, line, "max_clients: '%s' is not a number from 1 to 1000000%s", v, "");
+			return fail(p, line, "max_clients: '%s' is not a number from 1 to 1000000", v);
 		c->max_clients = (unsigned)u;
 	} else if (!strcmp(k, "log_level")) {
 		if ((lvl = msqd_parse_log_level(v)) < 0)
-			return fail(p, line, "log_level: '%s' is not one of err, warning, notice, info, debug%s", v, "");
+			return fail(p, line, "log_level: '%s' is not one of err, warning, notice, info, debug", v);
 		c->log_level = lvl;
 	} else {
-		return fail(p, line, "unknown key '%s' in [daemon]%s", k, "");
+		return fail(p, line, "unknown key '%s' in [daemon]", k);
 	}
 	return 1;
 }
@@ -135,30 +136,30 @@ static int on_policy_key(struct parse *p, struct msqd_policy *pol, const char *k
 {
 	if (!strcmp(k, "mode")) {
 		if (msq_parse_mode(v, &pol->mode) < 0)
-			return fail(p, line, "mode: '%s' is not pageout, cold or off%s", v, "");
+			return fail(p, line, "mode: '%s' is not pageout, cold or off", v);
 	} else if (!strcmp(k, "lag")) {
 		uint64_t lag;
 
 		if (msq_parse_size(v, &lag) < 0 || lag < MSQ_CHUNK || lag % 4096)
-			return fail(p, line, "lag: '%s' is not a size of at least 2M in whole pages%s", v, "");
+			return fail(p, line, "lag: '%s' is not a size of at least 2M in whole pages", v);
 		pol->lag = lag;
 	} else if (!strcmp(k, "discover")) {
 		if (msq_parse_bool(v, &pol->discover) < 0)
-			return fail(p, line, "discover: '%s' is not a boolean (yes/no)%s", v, "");
+			return fail(p, line, "discover: '%s' is not a boolean (yes/no)", v);
 	} else if (!strcmp(k, "strong_refs")) {
 		if (msq_parse_bool(v, &pol->strong_refs) < 0)
-			return fail(p, line, "strong_refs: '%s' is not a boolean (yes/no)%s", v, "");
+			return fail(p, line, "strong_refs: '%s' is not a boolean (yes/no)", v);
 	} else if (!strcmp(k, "read")) {
 		if (msq_parse_read_mode(v, &pol->read) < 0)
-			return fail(p, line, "read: '%s' is not noreuse, advised, all or off%s", v, "");
+			return fail(p, line, "read: '%s' is not noreuse, advised, all or off", v);
 	} else if (!strcmp(k, "pressure")) {
 		if (parse_percent(v, &pol->pressure_pct) < 0)
-			return fail(p, line, "pressure: '%s' is not a percentage from 0%% to 100%%%s", v, "");
+			return fail(p, line, "pressure: '%s' is not a percentage from 0%% to 100%%", v);
 	} else if (!strcmp(k, "psi")) {
 		if (parse_psi(v, &pol->psi_some_avg10) < 0)
-			return fail(p, line, "psi: '%s' is not a memory PSI 'some avg10' level from 0 to 100%s", v, "");
+			return fail(p, line, "psi: '%s' is not a memory PSI 'some avg10' level from 0 to 100", v);
 	} else {
-		return fail(p, line, "unknown key '%s'%s", k, "");
+		return fail(p, line, "unknown key '%s'", k);
 	}
 	return 1;
 }
@@ -169,25 +170,41 @@ static int on_entry(void *user, const char *section, const char *k, const char *
 	struct msqd_conf *c = p->c;
 	int line = p->line;
 
+	const char *glob = section;
+
 	if (!strcmp(section, "daemon"))
 		return on_daemon_key(p, k, v, line);
-	if (section[0] != '/')
-		return fail(p, line, "section [%s] is neither [daemon] nor a cgroup path glob starting with '/'%s",
-			    section, "");
-	if (!c->n || strcmp(c->sec[c->n - 1].glob, section)) {
+	if (section[0] != '/') {
+		/* [label] + match = GLOB: for globs longer than a section name
+		 * may be (libinih keeps 49 characters of it). */
+		if (!strcmp(k, "match")) {
+			if (v[0] != '/')
+				return fail(p, line, "match: '%s' is not a cgroup path glob starting with '/'", v);
+			glob = v;
+			snprintf(p->label, sizeof(p->label), "%s", section);
+		} else if (strcmp(p->label, section)) {
+			return fail(p, line, "section [%s] is neither [daemon] nor a cgroup path glob "
+				    "starting with '/', and has no 'match = GLOB' as its first key", section);
+		} else {
+			return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
+		}
+	}
+	if (!c->n || section[0] != '/' || strcmp(c->sec[c->n - 1].glob, section)) {
 		/* A new section (inih calls per key; a repeated name is a new
 		 * section too, later wins on equal specificity). */
 		struct msqd_section *s = realloc(c->sec, (c->n + 1) * sizeof(*s));
 
 		if (!s)
-			return fail(p, line, "out of memory%s%s", "", "");
+			return fail(p, line, "out of memory");
 		c->sec = s;
 		s = &c->sec[c->n];
-		*s = (struct msqd_section){ .glob = strdup(section), .line = (unsigned)line };
+		*s = (struct msqd_section){ .glob = strdup(glob), .line = (unsigned)line };
 		msqd_policy_default(&s->p);
 		if (!s->glob)
-			return fail(p, line, "out of memory%s%s", "", "");
+			return fail(p, line, "out of memory");
 		c->n++;
+		if (section[0] != '/')
+			return 1; /* the match key itself */
 	}
 	return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
 }
@@ -197,9 +214,20 @@ static char *reader(char *str, int num, void *stream)
 {
 	struct parse *p = stream;
 	char *r = fgets(str, num, p->f);
+	const char *b, *e;
 
-	if (r && (strchr(r, '\n') || feof(p->f)))
+	if (!r)
+		return r;
+	if (strchr(r, '\n') || feof(p->f))
 		p->line++;
+	else
+		/* libinih would split it and parse the rest as a line of its own */
+		fail(p, p->line + 1, "line longer than %d characters", num - 3);
+	b = r + strspn(r, " \t");
+	/* libinih silently cuts section names to 49 characters */
+	if (*b == '[' && (e = strchr(b, ']')) && e - b - 1 > 49)
+		fail(p, p->line, "section name longer than 49 characters: use [label] with "
+			 "match = %.*s as its first key", (int)(e - b - 1), b + 1);
 	return r;
 }
 

@@ -64,6 +64,7 @@ struct msqd_client {
 	pid_t pid;
 	uid_t uid;
 	bool hello, ctl, dead;
+	bool counted; /* in nshim */
 	uint64_t since_ns;
 	struct msqd_cg *cg;
 	struct msq_engine eng; /* pidfd and the client's pagemap */
@@ -117,6 +118,8 @@ void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
 uint64_t msqd_cycle(struct msqd *d);
 struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout);
 void msqd_cg_reresolve(struct msqd *d);
+/* Whether p's pressure gate lets the daemon act at pressure pr. */
+bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr);
 
 /* discover.c */
 void msqd_discover(struct msqd *d);

@@ -7,7 +7,6 @@
  * managed like registered regions; VMAs that went away are forgotten.
  * Processes whose shim is connected are left to their registrations.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +118,11 @@ static size_t parse_smaps(char *text, struct sr_vma *out, size_t max)
 				n++;
 			}
 			have = false;
-		} else if (isxdigit((unsigned char)l[0]) && msq_maps_parse_line(l, v) == 0) {
+		} else if (((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'a' && l[0] <= 'f')) &&
+			   msq_maps_parse_line(l, v) == 0) {
+			/* VMA lines start with a lowercase hex address; keys
+			 * ("Anonymous:") start uppercase, and a failed parse
+			 * would clear v. */
 			have = true;
 		}
 		if (!nl)

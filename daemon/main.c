@@ -122,8 +122,11 @@ static int resolve_pid(struct msqd *d, pid_t pid)
 	printf("pid %d cgroup %s (v%d)\nsection %s\npolicy %s\n", (int)pid, path, (int)layout,
 	       sec ? sec : "built-in", pol);
 	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, path, layout, &pr) == 0)
-		printf("usage %llu limit %llu psi_some_avg10 %.2f\n", (unsigned long long)pr.usage,
-		       (unsigned long long)pr.limit, pr.some_avg10);
+		printf("usage %llu limit %llu psi_some_avg10 %.2f\ngate %s\n", (unsigned long long)pr.usage,
+		       (unsigned long long)pr.limit, pr.some_avg10,
+		       msqd_gate_decide(p, &pr) ? "open" : "closed");
+	else
+		printf("gate %s\n", !p->pressure_pct && p->psi_some_avg10 <= 0 ? "open" : "unknown (acts)");
 	return 0;
 }
 

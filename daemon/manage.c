@@ -220,6 +220,15 @@ void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
 	free(r);
 }
 
+bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr)
+{
+	if (!p->pressure_pct && p->psi_some_avg10 <= 0)
+		return true;
+	if (p->pressure_pct && pr->limit && pr->usage * 100 >= (uint64_t)p->pressure_pct * pr->limit)
+		return true;
+	return p->psi_some_avg10 > 0 && pr->some_avg10 >= p->psi_some_avg10;
+}
+
 /* The pressure gate: is this cgroup's memory tight enough to act? */
 static bool gate_open(struct msqd *d, struct msqd_cg *g)
 {
@@ -236,11 +245,7 @@ static bool gate_open(struct msqd *d, struct msqd_cg *g)
 		g->gate_open = true;
 		return true;
 	}
-	if (p->pressure_pct && g->pr.limit &&
-	    g->pr.usage * 100 >= (uint64_t)p->pressure_pct * g->pr.limit)
-		open = true;
-	if (p->psi_some_avg10 > 0 && g->pr.some_avg10 >= p->psi_some_avg10)
-		open = true;
+	open = msqd_gate_decide(p, &g->pr);
 	if (open != g->gate_open)
 		log_debug("cgroup %s: pressure gate %s", g->path, open ? "open" : "closed");
 	g->gate_open = open;

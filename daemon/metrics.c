@@ -127,15 +127,22 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? "none"
 		    : g->gate_open ? "open" : "closed");
 		for (struct msqd_client *c = d->clients; c; c = c->next) {
-			uint64_t dr = 0;
+			uint64_t dr = 0, cy = 0, er = 0;
+			int last = 0;
 
 			if (c->cg != g || c->ctl)
 				continue;
-			for (size_t i = 0; i < c->nr; i++)
+			for (size_t i = 0; i < c->nr; i++) {
 				dr += c->r[i]->s.st.dropped;
-			put(&o, "  pid %d %s: %zu region%s, dropped %s\n", (int)c->pid,
-			    c->fd >= 0 ? "shim" : "discovered", c->nr, c->nr == 1 ? "" : "s",
-			    msq_format_size(dr & ~UINT64_C(4095), a, sizeof(a)));
+				cy += c->r[i]->s.st.cycles;
+				er += c->r[i]->s.st.errors;
+				if (c->r[i]->s.st.last_error)
+					last = c->r[i]->s.st.last_error;
+			}
+			put(&o, "  pid %d %s: %zu region%s, dropped %s, %llu cycles, %llu errors%s%s%s\n",
+			    (int)c->pid, c->fd >= 0 ? "shim" : "discovered", c->nr, c->nr == 1 ? "" : "s",
+			    msq_format_size(dr & ~UINT64_C(4095), a, sizeof(a)), (unsigned long long)cy,
+			    (unsigned long long)er, last ? " (last: " : "", last ? strerror(-last) : "", last ? ")" : "");
 		}
 	}
 	return finish(&o, buf, len);

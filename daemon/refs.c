@@ -96,22 +96,18 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 	for (size_t i = 0; i < drop->n && rc == 0; i++) {
 		for (uint64_t a = drop->v[i].start; a < drop->v[i].end && rc == 0;) {
 			size_t n = (size_t)((drop->v[i].end - a) / 4096);
+			uint64_t unknown = 0; /* pages not checked: keep them this time */
 			ssize_t got;
 
 			if (n > BATCH)
 				n = BATCH;
-			if (MSQ_FAULT("madvseq/daemon/proc/pagemap")) {
-				rc = -EIO;
-				break;
-			}
-			got = pread(e->pm.fd, pm, n * 8, (off_t)(a / 4096 * 8));
-			if (got != (ssize_t)(n * 8)) {
-				rc = got < 0 ? -errno : -EIO;
-				break;
-			}
+			got = MSQ_FAULT("madvseq/daemon/proc/pagemap") ? -1
+			      : pread(e->pm.fd, pm, n * 8, (off_t)(a / 4096 * 8));
+			if (got != (ssize_t)(n * 8))
+				unknown = a;
 			/* Runs of consecutive frames: one read of each kpage file
 			 * per run (large folios make long runs). */
-			for (size_t j = 0; j < n && rc == 0;) {
+			for (size_t j = 0; j < n && !unknown && rc == 0;) {
 				uint64_t pfn = pm[j] & MSQ_PM_PFN_MASK;
 				size_t k = j + 1;
 
@@ -126,9 +122,11 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 				while (k < n && (pm[k] & MSQ_PM_PRESENT) && (pm[k] & MSQ_PM_FILE) &&
 				       (pm[k] & MSQ_PM_PFN_MASK) == pfn + (k - j))
 					k++;
-				if ((rc = read_entries(d->kpageflags_fd, pfn, fl, k - j)) < 0 ||
-				    (rc = read_entries(d->kpagecount_fd, pfn, cnt, k - j)) < 0)
+				if (read_entries(d->kpageflags_fd, pfn, fl, k - j) < 0 ||
+				    read_entries(d->kpagecount_fd, pfn, cnt, k - j) < 0) {
+					unknown = a;
 					break;
+				}
 				for (size_t x = j; x < k; x++) {
 					uint64_t f = fl[x - j];
 					uint64_t pa = a + x * 4096;
@@ -142,6 +140,10 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 				}
 				j = k;
 			}
+			/* A read that failed leaves the batch unchecked: keep it
+			 * rather than drop what may be in use. */
+			if (unknown && rc == 0)
+				rc = msq_extents_add(&keep, a, a + n * 4096);
 			a += n * 4096;
 		}
 	}

@@ -172,7 +172,7 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	if (c->fd >= 0) {
 		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
-		d->nshim -= c->hello && !c->ctl;
+		d->nshim -= c->counted;
 	} else {
 		d->ndiscovered--;
 	}
@@ -340,6 +340,7 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 			return rc;
 		}
 		d->nshim++;
+		c->counted = true;
 		w.flags = MSQ_WELCOME_DELEGATE;
 		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
 			  c->cg->path);

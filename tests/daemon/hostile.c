@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Hostile and odd clients of madvseqd, one per subcommand:
+ *
+ *   hostile SOCKET malformed|truncated|oversized|out-of-order|bad-version
+ *       sends one bad message; passes if the daemon hangs up.
+ *   hostile SOCKET lie-region FILE
+ *       registers ranges that are not what it maps; all must be refused,
+ *       the true one accepted.
+ *   hostile SOCKET lie-pid PID ADDR LEN FILE
+ *       claims (SCM_CREDENTIALS, allowed to root) to be PID and registers
+ *       PID's mapping of FILE at ADDR: must be refused.
+ *   hostile SOCKET silent MAX_MS
+ *       connects and says nothing: the daemon must hang up within MAX_MS.
+ *   hostile SOCKET many N FILE
+ *       N connections at once, each registering a region.
+ *   hostile SOCKET exit-mid N FILE
+ *       N processes that exit in the middle of registering.
+ *   hostile SOCKET pid-reuse FILE
+ *       a client exits while a child keeps its socket; a new process gets
+ *       its pid: the daemon must have dropped the client and the child's
+ *       messages must go nowhere.
+ *
+ * Each prints what it saw; exit 0 pass, 1 fail, 77 cannot run here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <madvseq/protocol.h>
+
+static const char *g_sock;
+static uint32_t g_seq;
+
+static int conn(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g_sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+static int msg(int fd, void *m, uint16_t type, uint32_t size)
+{
+	struct msq_msg_hdr *h = m;
+
+	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, ++g_seq };
+	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -errno;
+}
+
+/* Next message, or 0 on hang-up, -errno on error/timeout. */
+static ssize_t reply(int fd, void *buf, size_t len, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = recv(fd, buf, len, 0);
+	return n < 0 ? -errno : n;
+}
+
+static int hello(int fd)
+{
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+	char buf[256];
+	ssize_t n;
+
+	if (msg(fd, &h, MSQ_MSG_HELLO, sizeof(h)) < 0)
+		return -EPIPE;
+	n = reply(fd, buf, sizeof(buf), 5000);
+	if (n < (ssize_t)sizeof(struct msq_msg_hdr) || ((struct msq_msg_hdr *)buf)->type != MSQ_MSG_WELCOME)
+		return -EPROTO;
+	return 0;
+}
+
+static int reg(int fd, uint64_t id, uint64_t start, uint64_t len, uint64_t dev, uint64_t ino,
+	       uint64_t off, bool wait)
+{
+	struct msq_msg_register m = { .id = id, .start = start, .length = len, .dev = dev,
+				      .ino = ino, .offset = off, .flags = MSQ_REGION_SHARED };
+	struct msq_msg_result r;
+	ssize_t n;
+
+	if (msg(fd, &m, MSQ_MSG_REGISTER, sizeof(m)) < 0)
+		return -EPIPE;
+	if (!wait)
+		return 0;
+	n = reply(fd, &r, sizeof(r), 5000);
+	if (n == 0)
+		return -ECONNRESET;
+	if (n != sizeof(r) || r.h.type != MSQ_MSG_RESULT || r.id != id)
+		return -EPROTO;
+	return r.status;
+}
+
+/* True if the daemon hangs up within ms (an ERROR reply first is fine). */
+static bool hung_up(int fd, int ms)
+{
+	char buf[256];
+
+	for (;;) {
+		ssize_t n = reply(fd, buf, sizeof(buf), ms);
+
+		if (n == 0 || n == -ECONNRESET)
+			return true;
+		if (n < 0)
+			return false;
+		if (((struct msq_msg_hdr *)buf)->type != MSQ_MSG_ERROR)
+			return false;
+	}
+}
+
+static char *status_text(void)
+{
+	static char out[1 << 20];
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
+	struct msq_msg_hdr s;
+	char buf[MSQ_MSG_MAX];
+	size_t len = 0;
+	int fd = conn();
+
+	if (msg(fd, &h, MSQ_MSG_HELLO, sizeof(h)) < 0 || reply(fd, buf, sizeof(buf), 5000) <= 0 ||
+	    msg(fd, &s, MSQ_MSG_STATUS, sizeof(s)) < 0)
+		return NULL;
+	for (;;) {
+		struct msq_msg_text *t = (struct msq_msg_text *)buf;
+		ssize_t n = reply(fd, buf, sizeof(buf), 10000);
+
+		if (n < (ssize_t)sizeof(*t) || t->h.type != MSQ_MSG_TEXT)
+			return NULL;
+		if (len + t->length < sizeof(out)) {
+			memcpy(out + len, t->data, t->length);
+			len += t->length;
+		}
+		if (t->flags & MSQ_TEXT_END)
+			break;
+	}
+	out[len] = '\0';
+	close(fd);
+	return out;
+}
+
+static long clients(void)
+{
+	char *s = status_text(), *p;
+
+	if (!s || !(p = strstr(s, "clients: ")))
+		return -1;
+	return strtol(p + 9, NULL, 10);
+}
+
+struct mapped {
+	void *p;
+	size_t len;
+	struct stat st;
+};
+
+static struct mapped map_file(const char *path)
+{
+	struct mapped m;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &m.st) < 0) {
+		perror(path);
+		exit(1);
+	}
+	m.len = (size_t)m.st.st_size & ~(size_t)4095;
+	m.p = mmap(NULL, m.len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m.p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	return m;
+}
+
+static int bad_message(const char *what)
+{
+	int fd = conn();
+	union {
+		struct msq_msg_hello h;
+		struct msq_msg_register r;
+		char big[MSQ_MSG_MAX + 4096];
+	} m;
+	size_t size = sizeof(m.h);
+
+	memset(&m, 0, sizeof(m));
+	m.h.flags = MSQ_HELLO_SHIM;
+	m.h.h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, MSQ_MSG_HELLO, sizeof(m.h), 1 };
+	if (!strcmp(what, "malformed")) {
+		m.h.h.magic = 0xdeadbeef;
+	} else if (!strcmp(what, "truncated")) {
+		size = sizeof(m.h.h) + 2; /* a HELLO cut short */
+		m.h.h.size = (uint32_t)size;
+	} else if (!strcmp(what, "oversized")) {
+		size = sizeof(m.big);
+		m.h.h.size = (uint32_t)size;
+	} else if (!strcmp(what, "out-of-order")) {
+		m.r.h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, MSQ_MSG_REGISTER,
+					      sizeof(m.r), 1 };
+		m.r.start = 0x10000;
+		m.r.length = 4096;
+		size = sizeof(m.r);
+	} else if (!strcmp(what, "bad-version")) {
+		m.h.h.version = 99;
+	} else if (!strcmp(what, "garbage")) {
+		for (size_t i = 0; i < 100; i++)
+			((char *)&m)[i] = (char)(i * 37 + 11);
+		size = 100;
+	}
+	/* Oversized sends may need a bigger buffer than the default. */
+	int sz = 1 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (send(fd, &m, size, MSG_NOSIGNAL) != (ssize_t)size) {
+		printf("%s: send: %s (the kernel refused it: nothing reached the daemon)\n", what,
+		       strerror(errno));
+		return 0;
+	}
+	if (!hung_up(fd, 3000)) {
+		printf("%s: the daemon kept the connection\n", what);
+		return 1;
+	}
+	printf("%s: the daemon hung up\n", what);
+	return 0;
+}
+
+static int lie_region(const char *file)
+{
+	struct mapped m = map_file(file);
+	void *anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t a = (uintptr_t)m.p, dev = m.st.st_dev, ino = m.st.st_ino;
+	int fd = conn(), fails = 0, rc;
+	struct {
+		const char *what;
+		uint64_t start, len, dev, ino, off;
+		int want;
+	} cases[] = {
+		{ "unmapped range", 0x10000, 1 << 20, dev, ino, 0, -EINVAL },
+		{ "anonymous memory", (uintptr_t)anon, 1 << 20, dev, ino, 0, -EINVAL },
+		{ "wrong inode", a, m.len, dev, ino + 1, 0, -EINVAL },
+		{ "wrong device", a, m.len, dev + 1, ino, 0, -EINVAL },
+		{ "wrong offset", a, m.len, dev, ino, 4096, -EINVAL },
+		{ "past the mapping", a, m.len + (64 << 20), dev, ino, 0, -EINVAL },
+		{ "unaligned", a + 1, 4096, dev, ino, 0, -EINVAL },
+		{ "wrapping around", UINT64_MAX - 4095, 8192, dev, ino, 0, -EINVAL },
+		{ "kernel address", 0xffff800000000000ull, 4096, dev, ino, 0, -EINVAL },
+		{ "the truth", a, m.len, dev, ino, 0, 0 },
+	};
+
+	if (hello(fd) < 0) {
+		printf("no welcome\n");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		rc = reg(fd, i + 1, cases[i].start, cases[i].len, cases[i].dev, cases[i].ino, cases[i].off, true);
+		printf("%-18s -> %s%s\n", cases[i].what, rc ? strerror(-rc) : "accepted",
+		       rc == cases[i].want ? "" : "  (WRONG)");
+		fails += rc != cases[i].want;
+	}
+	return fails ? 1 : 0;
+}
+
+/* Root may put any pid in SCM_CREDENTIALS; the daemon must not care. */
+static int lie_pid(pid_t pid, uint64_t addr, uint64_t len, const char *file)
+{
+	struct stat st;
+	int fd = conn(), on = 1, rc;
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	char buf[256];
+
+	if (stat(file, &st) < 0)
+		return 1;
+	setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_CREDENTIALS;
+	c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+	memcpy(CMSG_DATA(c), &(struct ucred){ pid, 0, 0 }, sizeof(struct ucred));
+	h.h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, MSQ_MSG_HELLO, sizeof(h), 1 };
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+		printf("sendmsg with forged credentials: %s (kernel refused)\n", strerror(errno));
+		return 0;
+	}
+	if (reply(fd, buf, sizeof(buf), 5000) <= 0) {
+		printf("no welcome\n");
+		return 1;
+	}
+	rc = reg(fd, 1, addr, len, st.st_dev, st.st_ino, 0, true);
+	printf("registering pid %d's mapping while claiming to be pid %d -> %s\n", (int)pid, (int)pid,
+	       rc ? strerror(-rc) : "accepted");
+	return rc == -EINVAL ? 0 : 1;
+}
+
+static int silent(int max_ms)
+{
+	struct timespec t0, t1;
+	int fd = conn();
+	char b;
+	ssize_t n;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = reply(fd, &b, 1, max_ms + 2000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("silent client: %s after %ld ms\n", n == 0 ? "hung up" : "still connected", ms);
+	return n == 0 && ms <= max_ms ? 0 : 1;
+}
+
+static int many(int n, const char *file)
+{
+	struct mapped m = map_file(file);
+	struct rlimit rl = { (rlim_t)n + 64, (rlim_t)n + 64 };
+	int *fds = calloc((size_t)n, sizeof(int)), ok = 0;
+	long c;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		printf("cannot raise RLIMIT_NOFILE to %d\n", n + 64);
+		return 77;
+	}
+	for (int i = 0; i < n; i++) {
+		fds[i] = conn();
+		struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+		msg(fds[i], &h, MSQ_MSG_HELLO, sizeof(h));
+	}
+	/* All at once: every HELLO is out before any answer is read. */
+	for (int i = 0; i < n; i++) {
+		char buf[256];
+
+		if (reply(fds[i], buf, sizeof(buf), 10000) <= 0)
+			continue;
+		if (reg(fds[i], 1, (uintptr_t)m.p, m.len, m.st.st_dev, m.st.st_ino, 0, true) == 0)
+			ok++;
+	}
+	c = clients();
+	printf("%d/%d clients registered; daemon reports %ld clients\n", ok, n, c);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return ok == n && c >= n ? 0 : 1;
+}
+
+static int exit_mid(int n, const char *file)
+{
+	long c;
+
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			struct mapped m = map_file(file);
+			int fd = conn();
+			struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+
+			msg(fd, &h, MSQ_MSG_HELLO, sizeof(h));
+			for (int j = 0; j < 5; j++)
+				reg(fd, (uint64_t)j + 1, (uintptr_t)m.p + (uint64_t)j * 4096, 4096,
+				    m.st.st_dev, m.st.st_ino, (uint64_t)j * 4096, false);
+			if (i % 2)
+				kill(getpid(), SIGKILL);
+			_exit(0);
+		}
+	}
+	while (wait(NULL) > 0)
+		;
+	usleep(500 * 1000);
+	c = clients();
+	printf("after %d clients exited mid-registration the daemon answers and reports %ld clients\n", n, c);
+	return c == 0 ? 0 : 1;
+}
+
+static int pid_reuse(const char *file)
+{
+	int sv[2], status;
+	pid_t a, reused;
+	char buf[256];
+	FILE *f;
+	long c;
+
+	if (pipe(sv) < 0)
+		return 1;
+	a = fork();
+	if (a == 0) {
+		struct mapped m = map_file(file);
+		int fd = conn();
+		pid_t g;
+
+		if (hello(fd) < 0 || reg(fd, 1, (uintptr_t)m.p, m.len, m.st.st_dev, m.st.st_ino, 0, true) != 0)
+			_exit(1);
+		g = fork();
+		if (g == 0) {
+			/* The grandchild keeps A's socket, and later talks on it. */
+			char x;
+			int rc;
+
+			close(sv[1]);
+			if (read(sv[0], &x, 1) != 1)
+				_exit(3);
+			rc = reg(fd, 2, (uintptr_t)m.p, m.len, m.st.st_dev, m.st.st_ino, 0, true);
+			printf("the exited client's socket, used by its child: %s\n",
+			       rc == -EPIPE || rc == -ECONNRESET ? "closed by the daemon" : strerror(-rc));
+			fflush(stdout);
+			_exit(rc == -EPIPE || rc == -ECONNRESET ? 0 : 2);
+		}
+		_exit(0);
+	}
+	close(sv[0]);
+	waitpid(a, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("client A could not register\n");
+		return 1;
+	}
+	/* A new process with A's pid. */
+	f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	if (!f) {
+		printf("cannot write ns_last_pid: pid reuse cannot be forced here\n");
+		return 77;
+	}
+	fprintf(f, "%d", (int)a - 1);
+	fclose(f);
+	reused = fork();
+	if (reused == 0) {
+		struct mapped m = map_file(file);
+		volatile char s = 0;
+
+		for (size_t i = 0; i < m.len; i += 4096)
+			s += ((char *)m.p)[i];
+		pause();
+		_exit(0);
+	}
+	if (reused != a) {
+		kill(reused, SIGKILL);
+		waitpid(reused, NULL, 0);
+		printf("pid %d was not reused (got %d)\n", (int)a, (int)reused);
+		return 77;
+	}
+	usleep(300 * 1000);
+	c = clients();
+	if (write(sv[1], "x", 1) != 1)
+		return 1;
+	usleep(300 * 1000);
+	snprintf(buf, sizeof(buf), "pid %d", (int)a);
+	{
+		char *s = status_text();
+
+		printf("pid %d reused; daemon reports %ld clients%s\n", (int)a, c,
+		       s && strstr(s, buf) ? ", and still lists that pid (WRONG)" : "");
+		kill(reused, SIGKILL);
+		waitpid(reused, NULL, 0);
+		return c == 0 && s && !strstr(s, buf) ? 0 : 1;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: hostile SOCKET CASE [ARGS]\n");
+		return 2;
+	}
+	g_sock = argv[1];
+	cmd = argv[2];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(cmd, "lie-region") && argc == 4)
+		return lie_region(argv[3]);
+	if (!strcmp(cmd, "lie-pid") && argc == 7)
+		return lie_pid((pid_t)atoi(argv[3]), strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0), argv[6]);
+	if (!strcmp(cmd, "silent") && argc == 4)
+		return silent(atoi(argv[3]));
+	if (!strcmp(cmd, "many") && argc == 5)
+		return many(atoi(argv[3]), argv[4]);
+	if (!strcmp(cmd, "exit-mid") && argc == 5)
+		return exit_mid(atoi(argv[3]), argv[4]);
+	if (!strcmp(cmd, "pid-reuse") && argc == 4)
+		return pid_reuse(argv[3]);
+	if (argc == 3)
+		return bad_message(cmd);
+	fprintf(stderr, "hostile: bad arguments\n");
+	return 2;
+}

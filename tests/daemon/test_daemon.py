@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""madvseqd tests: test_daemon.py CASE.  Exit 0 pass, 1 fail, 77 skip.
+
+Cases run the real daemon (its own socket in a scratch directory on a disk
+filesystem, killed at the end) against real programs: shimmed streamers, a
+static streamer found through smaps, hostile clients.  Config resolution
+runs against the fixture /proc and cgroupfs trees in tests/fixtures."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from msqtest import (M, Cgroup, Monitor, Workdir, cached, check, done, evict, plain_env,
+                     shim_env, skip)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures")
+CONTRIB = os.path.join(os.path.dirname(os.path.dirname(HERE)), "contrib")
+
+
+def tool(var):
+    p = os.environ.get(var)
+    if not p or not os.path.exists(p):
+        skip("%s does not name a built program" % var)
+    return p
+
+
+def need_root():
+    if os.geteuid() != 0:
+        skip("the daemon tests need root (process_madvise on other processes, cgroups)")
+
+
+class Daemon:
+    """A madvseqd on its own socket, with its own configuration."""
+
+    def __init__(self, wd, conf, name="d", args=(), prefix=(), env=None):
+        self.dir = wd
+        self.sock = os.path.join(wd, name + ".sock")
+        self.conf = os.path.join(wd, name + ".conf")
+        self.log = os.path.join(wd, name + ".log")
+        with open(self.conf, "w") as f:
+            f.write(conf)
+        self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
+        self.env = env or plain_env()
+        self.p = None
+        self.start()
+
+    def start(self):
+        self.logf = open(self.log, "a")
+        self.p = subprocess.Popen(self.cmd, env=self.env, stdout=self.logf, stderr=self.logf)
+        for _ in range(200):
+            if os.path.exists(self.sock) and self.ctl("status", check_rc=False).returncode == 0:
+                return
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.025)
+        print(open(self.log).read())
+        raise SystemExit("FAIL: the daemon did not start")
+
+    def ctl(self, *args, check_rc=True):
+        p = subprocess.run([tool("MADVSEQCTL"), "-s", self.sock] + list(args), env=plain_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+        if check_rc and p.returncode != 0:
+            print("madvseqctl %s failed: %s" % (" ".join(args), p.stderr))
+        return p
+
+    def status(self):
+        return self.ctl("status").stdout
+
+    def metric(self, name, labels=""):
+        out = self.ctl("stats", "--format=prometheus").stdout
+        m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), out, re.M)
+        return float(m.group(1)) if m else None
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def kill9(self):
+        self.p.send_signal(signal.SIGKILL)
+        self.p.wait()
+
+    def stop(self):
+        """SIGTERM; a crash or a sanitizer report fails the test."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                check(False, "daemon exits on SIGTERM")
+                return
+            check(self.p.returncode == 0, "daemon exits cleanly (status %d)" % self.p.returncode)
+        self.logf.close()
+        log = open(self.log).read()
+        check("AddressSanitizer" not in log and "runtime error:" not in log,
+              "no sanitizer report in the daemon's log")
+
+    def dump_log(self, lines=60):
+        print("--- daemon log (tail) ---")
+        print("\n".join(open(self.log).read().splitlines()[-lines:]))
+
+
+def own_memory_cgroup():
+    for line in open("/proc/self/cgroup"):
+        _, ctrls, path = line.rstrip("\n").split(":", 2)
+        if "memory" in ctrls.split(","):
+            return path
+    for line in open("/proc/self/cgroup"):
+        if line.startswith("0::"):
+            return line[3:].rstrip("\n")
+    return "/"
+
+
+def cg_glob(cg):
+    """The daemon's name for a test cgroup (relative to the controller root)."""
+    base = "/sys/fs/cgroup/memory" if not cg.v2 else "/sys/fs/cgroup"
+    return cg.path[len(base):] or "/"
+
+
+def stream(cmd, env, cg=None):
+    return subprocess.Popen((cg.prefix() if cg else []) + cmd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def checksum(out):
+    m = re.search(r"sum=([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def baseline(data):
+    p = subprocess.run([tool("STREAMER"), data], env=plain_env(), stdout=subprocess.PIPE, text=True)
+    return checksum(p.stdout)
+
+
+# --------------------------------------------------------------------------
+# Configuration against fixture trees (no root, no daemon process).
+
+def case_fixture(layout):
+    d = os.path.join(FIXTURES, layout)
+    conf = os.path.join(CONTRIB, "madvseqd.conf")
+    want = {
+        "v1": {
+            "100": ["cgroup /batch.slice/job1 (v1)", "section /batch.slice/*",
+                    "discover=yes", "pressure=80%", "limit 1073741824", "gate open"],
+            "101": ["cgroup /user.slice/user-1000.slice (v1)", "section /user.slice/*",
+                    "mode=cold lag=64M", "psi_some_avg10 7.50", "gate open"],
+            "102": ["cgroup /batch.slice/job3 (v1)", "gate closed"],
+        },
+        "v2": {
+            "200": ["cgroup /system.slice/postgresql@15.service (v2)",
+                    "section /system.slice/postgresql*.service", "mode=off", "limit 2147483648"],
+            "201": ["cgroup /batch.slice/job2 (v2)", "section /batch.slice/*",
+                    "limit 536870912", "gate open"],
+            "202": ["cgroup /user.slice/user-1000.slice/session-3.scope (v2)",
+                    "mode=cold", "psi_some_avg10 12.25", "gate open"],
+        },
+    }[layout]
+    for pid, expect in sorted(want.items()):
+        p = subprocess.run([tool("MADVSEQD"), "--proc-root", d + "/proc", "--cgroup-root",
+                            d + "/cgroup", "-c", conf, "--resolve", pid],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for w in expect:
+            check(w in p.stdout, "%s pid %s: '%s'" % (layout, pid, w))
+        if any(w not in p.stdout for w in expect):
+            print(p.stdout, p.stderr)
+    done()
+
+
+def case_check_config():
+    d = tool("MADVSEQD")
+    p = subprocess.run([d, "--check-config", os.path.join(CONTRIB, "madvseqd.conf")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, "the shipped example is valid")
+    check("[/batch.slice/*]" in p.stdout and "discover=yes" in p.stdout and "pressure=80%" in p.stdout,
+          "--check-config prints each section's effective policy")
+    bad = {
+        "bad-mode.conf": ":7: mode: 'fast'",
+        "bad-section.conf": ":4: section [batch]",
+        "bad-syntax.conf": ":3: not a 'key = value' line",
+        "bad-lag.conf": ":2: lag: '1M'",
+        "bad-pressure.conf": ":2: pressure: '120%'",
+    }
+    for f, w in sorted(bad.items()):
+        path = os.path.join(FIXTURES, "conf", f)
+        p = subprocess.run([d, "--check-config", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 1 and (path + w) in p.stderr, "%s rejected with file and line (%s)"
+              % (f, p.stderr.strip()))
+    p = subprocess.run([d, "--check-config", "/nonexistent/madvseqd.conf"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 1 and "No such file" in p.stderr, "a missing file is an error")
+    done()
+
+
+def case_unit():
+    sa = subprocess.run(["sh", "-c", "command -v systemd-analyze"], stdout=subprocess.PIPE, text=True)
+    if sa.returncode != 0:
+        skip("systemd-analyze not installed")
+    unit = os.environ.get("MADVSEQD_UNIT")
+    if not unit or not os.path.exists(unit):
+        skip("MADVSEQD_UNIT does not name the generated unit")
+    with tempfile.TemporaryDirectory() as t:
+        # verify needs ExecStart to exist: point it at the built daemon.
+        text = open(unit).read()
+        text = re.sub(r"^ExecStart=\S+", "ExecStart=" + tool("MADVSEQD"), text, flags=re.M)
+        path = os.path.join(t, "madvseqd.service")
+        open(path, "w").write(text)
+        p = subprocess.run(["systemd-analyze", "verify", "--man=no", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0 and "--man" in p.stderr:
+            p = subprocess.run(["systemd-analyze", "verify", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        print(p.stdout + p.stderr)
+        check(p.returncode == 0, "systemd-analyze verify accepts the unit")
+    check("Type=notify" in text, "the unit is Type=notify")
+    done()
+
+
+def case_notify():
+    """Type=notify without systemd: a fake NOTIFY_SOCKET gets READY=1,
+    RELOADING=1/READY=1 around SIGHUP, STOPPING=1 on SIGTERM."""
+    with Workdir("notify") as wd:
+        ns = os.path.join(wd.path, "notify.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.bind(ns)
+        s.settimeout(10)
+        env = plain_env()
+        env["NOTIFY_SOCKET"] = ns
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n", env=env)
+
+        def expect(word):
+            got = []
+            while True:
+                try:
+                    msg = s.recv(4096).decode()
+                except socket.timeout:
+                    return False, got
+                got.append(msg)
+                if word in msg.split("\n"):
+                    return True, got
+
+        ok, got = expect("READY=1")
+        check(ok, "READY=1 once listening (%r)" % got)
+        d.p.send_signal(signal.SIGHUP)
+        ok1, got1 = expect("RELOADING=1")
+        ok2, got2 = expect("READY=1")
+        check(ok1 and ok2, "RELOADING=1 then READY=1 on SIGHUP (%r)" % (got1 + got2))
+        d.p.send_signal(signal.SIGTERM)
+        ok, got = expect("STOPPING=1")
+        check(ok, "STOPPING=1 on SIGTERM (%r)" % got)
+        d.stop()
+    done()
+
+
+def case_reload():
+    with Workdir("reload") as wd:
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n")
+        st = d.status()
+        check("1 cgroup section" in st, "started with one section")
+        open(d.conf, "w").write("[/*]\nmode = cold\n[/x/*]\nmode = off\n")
+        d.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        check("2 cgroup sections" in d.status(), "SIGHUP loads a valid file")
+        open(d.conf, "w").write("[/*]\nmode = sideways\n")
+        d.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        check(d.alive() and "2 cgroup sections" in d.status(), "an invalid file keeps the old policy")
+        log = open(d.log).read()
+        check(re.search(r"%s:2: mode: 'sideways'" % re.escape(d.conf), log) is not None and
+              "keeping the previous configuration" in log, "and the log says why, with file and line")
+        d.stop()
+    done()
+
+
+# --------------------------------------------------------------------------
+# The real daemon with real programs.
+
+def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=None):
+    need_root()
+    size = 256 * M
+    lag = 16 * M
+    with Workdir(name) as wd:
+        data = wd.file("data", size)
+        want = baseline(data)
+        cg = Cgroup(name, 1 << 30)
+        try:
+            glob = cg_glob(cg)
+            conf = "[daemon]\ndiscover_interval = 200ms\n[test]\nmatch = %s\nmode = pageout\n" % glob
+            if static:
+                conf += "discover = yes\n"
+            if gate:
+                conf += "pressure = 95%\n"  # 256M of a 1G limit never gets there
+            prefix = []
+            if faults:
+                if subprocess.run(["sh", "-c", "command -v fiu-run"], stdout=subprocess.PIPE).returncode:
+                    skip("fiu-run (fiu-utils) not installed")
+                prefix = ["fiu-run", "-f", ""]
+                for c in faults:
+                    prefix += ["-c", c]
+            d = Daemon(wd.path, conf, prefix=prefix)
+            evict(data)
+            stats = os.path.join(wd.path, "shim.stats")
+            if static:
+                cmd, env = [tool("STREAMER_STATIC"), data, "100", "1500"], plain_env()
+            else:
+                cmd = [tool("STREAMER"), data, "100", "1500"]
+                env = shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_STATS=stats, MADVSEQ_DEBUG=1)
+            mon = Monitor(data)
+            p = stream(cmd, env, cg)
+            seen = ""
+            t0 = time.time()
+            restarted = False
+            while p.poll() is None:
+                time.sleep(0.25)
+                el = time.time() - t0
+                if kill_daemon and el > 0.8 and d.alive() and not restarted:
+                    d.kill9()
+                    print("daemon killed with SIGKILL at %.1fs" % el)
+                    killed_at = time.time()
+                if kill_daemon and not d.alive() and not restarted and time.time() - killed_at > 0.6:
+                    d.start()
+                    restarted = True
+                    print("daemon restarted at %.1fs" % (time.time() - t0))
+                if d.alive():
+                    st = d.ctl("status", check_rc=False).stdout
+                    if restarted or not kill_daemon:
+                        seen += st
+            out, err = p.communicate()
+            peak = mon.stop()
+            after = cached(data)
+            print("streamer: %s" % out.strip().replace("\n", "; "))
+            print("peak cached %dM, after %dM (file %dM, lag %dM)" % (peak // M, after // M,
+                                                                      size // M, lag // M))
+            check(p.returncode == 0 and checksum(out) == want, "data read intact (checksum %s)" % want)
+            kind = "discovered" if static else "shim"
+            # (with injected socket faults the client may be between connections)
+            check(faults or re.search(r"clients: 1 \(\d+ shim, \d+ discovered\)", seen) is not None and
+                  ("pid %d %s" % (p.pid, kind)) in seen or (static and "1 discovered" in seen),
+                  "the daemon listed the streamer as a %s client" % kind)
+            dropped = d.metric("madvseq_dropped_bytes_total", '{cgroup="%s"}' % glob) or 0
+            print("daemon dropped %dM in the cgroup" % (dropped // M))
+            if gate:
+                check(dropped == 0, "the pressure gate kept the daemon idle")
+                check(after > size // 2, "and the file stayed cached (%dM)" % (after // M))
+            else:
+                if kill_daemon:
+                    # The counters restart with the daemon: its share since.
+                    check(dropped > 0, "the restarted daemon took over again (dropped %dM)" % (dropped // M))
+                elif not faults:
+                    check(dropped > size // 2, "the daemon dropped most of the file (%dM)" % (dropped // M))
+                # Discovery starts up to one scan late: the pages read by then
+                # go at the first cycle, so the peak is a scan's worth higher.
+                bound = lag + (64 * M if static or kill_daemon or faults else 48 * M)
+                check(peak <= bound, "cache stayed near the lag while streaming (peak %dM <= %dM)"
+                      % (peak // M, bound // M))
+            if faults:
+                # Injected socket faults cut the connection now and then: the
+                # shim carries on alone and hands over again, so both drop.
+                shim = dict(l.split("=", 1) for l in open(stats).read().split()) if os.path.exists(stats) else {}
+                total = dropped + int(shim.get("bytes_dropped", "0"))
+                check(total > size // 4, "daemon and shim together still dropped (%dM)" % (total // M))
+            elif not static and not gate and not kill_daemon and os.path.exists(stats):
+                s = dict(l.split("=", 1) for l in open(stats).read().split())
+                print("shim stats: %s" % s)
+                check(int(s.get("bytes_dropped", "1")) < 8 * M,
+                      "the in-process engine stayed (nearly) idle: dropped %sB" % s.get("bytes_dropped"))
+            if kill_daemon:
+                check("madvseqd at %s does the work" % d.sock in err and
+                      err.count("does the work") >= 2, "the shim handed over, carried on alone, "
+                      "and handed over again after the restart")
+                print("\n".join(l for l in err.splitlines() if "madvseqd" in l))
+            if failures_now():
+                d.dump_log()
+                print(err[-3000:])
+            d.stop()
+        finally:
+            cg.remove()
+    done()
+
+
+def failures_now():
+    import msqtest
+    return bool(msqtest.failures)
+
+
+def case_strong_refs():
+    """A page another process reads with read() is kept, seen in kpageflags."""
+    need_root()
+    size = 128 * M
+    with Workdir("refs") as wd:
+        data = wd.file("data", size)
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n")
+        if "daemon+kpageflags" not in d.status():
+            d.stop()
+            skip("no kpageflags here: %s" % d.status().splitlines()[1])
+        evict(data)
+        p = stream([tool("STREAMER"), data, "60", "1500"],
+                   shim_env(MADVSEQ_SOCKET=d.sock))
+        # While the stream runs, another reader keeps reading the last
+        # 32M with read(): those pages are referenced by someone else.
+        t0 = time.time()
+        with open(data, "rb") as f:
+            while p.poll() is None and time.time() - t0 < 30:
+                f.seek(size - 32 * M)
+                left = 32 * M
+                while left:
+                    left -= len(f.read(min(left, M)))
+                time.sleep(0.05)
+        out, _ = p.communicate()
+        tail = cached(data, size - 32 * M, 32 * M)
+        kept = d.metric("madvseq_kept_strong_bytes_total", '{cgroup="%s"}' % own_memory_cgroup()) or 0
+        print("last 32M still cached: %dM; kept as strongly referenced: %dM" % (tail // M, kept // M))
+        check(kept > 0, "the daemon kept pages that kpageflags showed in use")
+        check(tail >= 30 * M, "the other reader's pages stayed cached")
+        check(cached(data) < 32 * M + 40 * M, "the rest was dropped")
+        d.stop()
+    done()
+
+
+# --------------------------------------------------------------------------
+# Hostile and odd clients; after each the daemon must still answer.
+
+def case_hostile(what):
+    need_root()
+    with Workdir("hostile-" + what) as wd:
+        data = wd.file("data", 64 * M)
+        d = Daemon(wd.path, "[daemon]\nhello_timeout = 300ms\n[/*]\nmode = pageout\n")
+        h = tool("HOSTILE")
+        extra = []
+        victim = None
+        if what in ("lie-region",):
+            extra = [data]
+        elif what in ("many",):
+            extra = ["1000", data]
+        elif what == "exit-mid":
+            extra = ["100", data]
+        elif what == "pid-reuse":
+            extra = [data]
+        elif what == "silent":
+            extra = ["1000"]
+        elif what == "lie-pid":
+            # A real shimmed victim maps the file; the liar claims its pid.
+            victim = stream([tool("STREAMER"), data, "8", "0"], plain_env())
+            line = victim.stdout.readline()
+            m = re.search(r"pid=(\d+) map=(0x[0-9a-f]+) len=(\d+)", line)
+            extra = [m.group(1), m.group(2), m.group(3), data]
+        p = subprocess.run([h, d.sock, what] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        print(p.stdout + p.stderr)
+        if victim:
+            victim.kill()
+            victim.wait()
+        if p.returncode == 77:
+            d.stop()
+            skip(p.stdout.strip())
+        check(p.returncode == 0, "hostile %s: handled as expected" % what)
+        check(d.alive(), "the daemon is still running")
+        check(d.ctl("status", check_rc=False).returncode == 0, "and still answers")
+        if what == "lie-pid":
+            check("refused" in open(d.log).read() or "Invalid argument" in p.stdout,
+                  "the forged identity bought nothing")
+        if failures_now():
+            d.dump_log()
+        d.stop()
+    done()
+
+
+CASES = {
+    "fixture-v1": lambda: case_fixture("v1"),
+    "fixture-v2": lambda: case_fixture("v2"),
+    "check-config": case_check_config,
+    "unit": case_unit,
+    "notify": case_notify,
+    "reload": case_reload,
+    "shim": lambda: streaming_case("shim"),
+    "discovery-static": lambda: streaming_case("static", static=True),
+    "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
+    "pressure-gate": lambda: streaming_case("gate", gate=True),
+    "faults": lambda: streaming_case(
+        "faults", faults=["enable_random name=madvseq/daemon/socket/*,probability=0.05",
+                          "enable_random name=madvseq/daemon/proc/*,probability=0.01",
+                          "enable_random name=madvseq/madvise,probability=0.2",
+                          "enable_random name=madvseq/pagemap/*,probability=0.02"]),
+    "strong-refs": case_strong_refs,
+}
+for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version", "garbage",
+           "lie-region", "lie-pid", "silent", "many", "exit-mid", "pid-reuse"):
+    CASES["hostile-" + _w] = (lambda w: lambda: case_hostile(w))(_w)
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("usage: test_daemon.py CASE\ncases: " + " ".join(sorted(CASES)))
+        sys.exit(2)
+    CASES[sys.argv[1]]()
