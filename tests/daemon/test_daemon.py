@@ -403,9 +403,12 @@ def case_strong_refs():
         evict(data)
         p = stream([tool("STREAMER"), data, "60", "1500"],
                    shim_env(MADVSEQ_SOCKET=d.sock))
-        # While the stream runs, another reader keeps reading the last
-        # 32M with read(): those pages are referenced by someone else.
+        # Once the daemon has the region (so the pages are not "cached
+        # before"), another reader keeps reading the last 32M with read():
+        # those pages are referenced by someone else.
         t0 = time.time()
+        while p.poll() is None and "pid %d shim" % p.pid not in d.status() and time.time() - t0 < 10:
+            time.sleep(0.02)
         with open(data, "rb") as f:
             while p.poll() is None and time.time() - t0 < 30:
                 f.seek(size - 32 * M)
