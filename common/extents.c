@@ -18,6 +18,13 @@ void msq_extents_clear(struct msq_extents *e)
 	e->n = 0;
 }
 
+/* Moves n ranges from src to dst (memmove, which may not see NULL). */
+static void move_ranges(struct msq_range *dst, const struct msq_range *src, size_t n)
+{
+	if (n)
+		memmove(dst, src, n * sizeof(*dst));
+}
+
 static int reserve(struct msq_extents *e, size_t n)
 {
 	struct msq_range *v;
@@ -72,13 +79,13 @@ int msq_extents_add(struct msq_extents *e, uint64_t start, uint64_t end)
 		if (e->v[j - 1].end > end)
 			end = e->v[j - 1].end;
 		e->v[i] = (struct msq_range){ start, end };
-		memmove(&e->v[i + 1], &e->v[j], (e->n - j) * sizeof(*e->v));
+		move_ranges(&e->v[i + 1], &e->v[j], e->n - j);
 		e->n -= j - i - 1;
 		return 0;
 	}
 	if (reserve(e, e->n + 1) < 0)
 		return -ENOMEM;
-	memmove(&e->v[i + 1], &e->v[i], (e->n - i) * sizeof(*e->v));
+	move_ranges(&e->v[i + 1], &e->v[i], e->n - i);
 	e->v[i] = (struct msq_range){ start, end };
 	e->n++;
 	return 0;
@@ -95,7 +102,7 @@ int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end)
 		/* Splits one range in two. */
 		if (reserve(e, e->n + 1) < 0)
 			return -ENOMEM;
-		memmove(&e->v[i + 1], &e->v[i], (e->n - i) * sizeof(*e->v));
+		move_ranges(&e->v[i + 1], &e->v[i], e->n - i);
 		e->n++;
 		e->v[i].end = start;
 		e->v[i + 1].start = end;
@@ -110,7 +117,7 @@ int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end)
 		j++;
 	if (j < e->n && e->v[j].start < end)
 		e->v[j].start = end;
-	memmove(&e->v[i], &e->v[j], (e->n - j) * sizeof(*e->v));
+	move_ranges(&e->v[i], &e->v[j], e->n - j);
 	e->n -= j - i;
 	return 0;
 }

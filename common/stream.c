@@ -88,6 +88,7 @@ void msq_stream_free(struct msq_stream *s)
 	msq_extents_free(&s->precached);
 	msq_extents_free(&s->kept);
 	msq_extents_free(&s->cursors);
+	msq_extents_free(&s->written);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -98,7 +99,7 @@ static int copy_shifted(struct msq_stream *dst, const struct msq_stream *src, ui
 	int rc;
 
 	n.path = NULL;
-	n.precached = n.kept = n.cursors = MSQ_EXTENTS_INIT;
+	n.precached = n.kept = n.cursors = n.written = MSQ_EXTENTS_INIT;
 	if (src->path && (MSQ_FAULT("madvseq/alloc") || !(n.path = strdup(src->path)))) {
 		rc = -ENOMEM;
 		goto fail;
@@ -210,15 +211,14 @@ static int advise(struct msq_engine *e, const struct msq_extents *set, int advic
 	return 0;
 }
 
-static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents *set)
+/* Opens the mapped file by path, checking it is still the same file. */
+static int open_mapped_file(const struct msq_stream *s)
 {
 	struct stat st;
-	int fd, rc = 0;
+	int fd;
 
 	if (!s->path)
 		return -ENOENT;
-	if (MSQ_FAULT("madvseq/fadvise"))
-		return -EIO;
 	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
@@ -226,12 +226,62 @@ static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents
 		close(fd); /* renamed or replaced: not the file we map */
 		return -ESTALE;
 	}
-	for (size_t i = 0; i < set->n && rc == 0; i++) {
-		uint64_t off = s->file_off + (set->v[i].start - s->start);
-		/* The raw syscall: the shim's own posix_fadvise wrapper must not see it. */
-		if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)(set->v[i].end - set->v[i].start),
-			    POSIX_FADV_DONTNEED) < 0)
-			rc = -errno;
+	return fd;
+}
+
+static int fadvise_range(int fd, const struct msq_stream *s, uint64_t start, uint64_t end)
+{
+	uint64_t off = s->file_off + (start - s->start);
+
+	/* The raw syscall: the shim's own posix_fadvise wrapper must not see it. */
+	if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)(end - start), POSIX_FADV_DONTNEED) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents *set)
+{
+	int fd, rc = 0;
+
+	if (MSQ_FAULT("madvseq/fadvise"))
+		return -EIO;
+	if ((fd = open_mapped_file(s)) < 0)
+		return fd;
+	for (size_t i = 0; i < set->n && rc == 0; i++)
+		rc = fadvise_range(fd, s, set->v[i].start, set->v[i].end);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Write-behind for streams written through a shared mapping: MADV_PAGEOUT
+ * unmaps dirty pages but reclaim leaves them cached until written back.
+ * fadvise(DONTNEED) starts that writeback and drops what is clean; ranges
+ * stay pending, retried each cycle, until nothing of them is cached.
+ * Never waits for I/O, never loses data: dirty pages are only written.
+ */
+static int write_behind(struct msq_stream *s)
+{
+	int fd, rc = 0;
+
+	if (!s->written.n)
+		return 0;
+	if (MSQ_FAULT("madvseq/fadvise"))
+		return -EIO;
+	if ((fd = open_mapped_file(s)) < 0) {
+		msq_extents_clear(&s->written);
+		return fd;
+	}
+	for (size_t i = 0; i < s->written.n && rc == 0;) {
+		struct msq_range r = s->written.v[i];
+		struct msq_cachestat_range cr = { s->file_off + (r.start - s->start), r.end - r.start };
+		struct msq_cachestat cs;
+
+		rc = fadvise_range(fd, s, r.start, r.end);
+		if (rc == 0 && (msq_cachestat(fd, &cr, &cs) < 0 || cs.nr_cache == 0))
+			rc = msq_extents_remove(&s->written, r.start, r.end); /* done (or unknowable) */
+		else
+			i++;
 	}
 	close(fd);
 	return rc;
@@ -279,6 +329,10 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 			if ((rc = msq_present_ranges(&e->pm, e->drop.v[i].start, e->drop.v[i].end,
 						     &e->after, NULL)) < 0)
 				return rc;
+		if (s->shared && s->writable)
+			for (size_t i = 0; i < e->drop.n; i++)
+				if ((rc = msq_extents_add(&s->written, e->drop.v[i].start, e->drop.v[i].end)) < 0)
+					return rc;
 		left = msq_extents_total(&e->after);
 		if (left && !s->kept.n)
 			s->kept_until_ns = now_ns + e->kept_retry_ns;
@@ -307,6 +361,8 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 		return 0;
 	if (s->kept.n && (flush || now_ns >= s->kept_until_ns))
 		msq_extents_clear(&s->kept); /* strong references may be gone: retry */
+	if (s->written.n && e->pidfd < 0 && (rc = write_behind(s)) < 0)
+		goto fail;
 	if ((rc = find_present(e, s, flush)) < 0)
 		goto fail;
 	msq_extents_clear(&e->drop);
@@ -334,5 +390,33 @@ fail:
 	s->st.errors++;
 	s->st.last_error = rc;
 	s->st.dropped += dropped;
+	return rc;
+}
+
+int msq_stream_drop_all_on_exit(const struct msq_stream *s)
+{
+	int advice = s->how == MSQ_DROP_COLD ? MADV_COLD :
+		     s->how == MSQ_DROP_UNMAP_FADVISE ? MADV_DONTNEED : MADV_PAGEOUT;
+	uint64_t a = s->start;
+	int fd = -1, rc = 0;
+
+	if (s->how == MSQ_DROP_NONE)
+		return 0;
+	if (s->how == MSQ_DROP_UNMAP_FADVISE && (fd = open_mapped_file(s)) < 0)
+		return fd;
+	for (size_t i = 0; i <= s->precached.n; i++) {
+		uint64_t b = i < s->precached.n ? s->precached.v[i].start : s->end;
+
+		if (b > s->end)
+			b = s->end;
+		if (a < b && msq_sys_madvise((void *)(uintptr_t)a, (size_t)(b - a), advice) < 0)
+			rc = -errno;
+		if (a < b && fd >= 0)
+			fadvise_range(fd, s, a, b);
+		if (i < s->precached.n)
+			a = s->precached.v[i].end;
+	}
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }

@@ -51,6 +51,7 @@ struct msq_stream {
 	struct msq_extents kept;       /* left mapped after a drop; retried later */
 	uint64_t kept_until_ns;
 	struct msq_extents cursors;    /* run ends, for windowed pagemap reads */
+	struct msq_extents written;    /* paged out while dirty: awaiting writeback */
 	uint64_t sweep;                /* next address of the discovery sweep */
 	struct msq_stream_stats st;
 };
@@ -95,6 +96,15 @@ int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64
  * are also counted in s->st.
  */
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush);
+
+/*
+ * The process is exiting (_exit): drops everything s mapped but what was
+ * cached before, with one advice per gap between those ranges.  Uses only
+ * syscalls (no allocation, no locks), so it is safe where _exit is: in
+ * signal handlers, after fork.  Private copy-on-write data is about to
+ * vanish with the process, so it needs no care here.  Returns 0 or -errno.
+ */
+int msq_stream_drop_all_on_exit(const struct msq_stream *s);
 
 const char *msq_drop_how_name(enum msq_drop_how how);
 

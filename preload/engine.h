@@ -23,6 +23,9 @@ void msq_engine_retire(struct msq_region *part, void *arg) MSQ_HIDDEN;
 /* retire() without the final drop (the range is no longer the mapping it
  * was, or the program asked for its pages to be left alone). */
 void msq_engine_account(struct msq_region *part) MSQ_HIDDEN;
+/* In _exit: drops what the regions mapped, with syscalls only (no
+ * allocation; the table lock only if it can be had within a few ms). */
+void msq_engine_exit_flush(void) MSQ_HIDDEN;
 /* At exit: stops the engine, flushes remaining regions, reports. */
 void msq_engine_shutdown(void) MSQ_HIDDEN;
 

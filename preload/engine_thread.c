@@ -241,6 +241,29 @@ void msq_engine_shutdown(void)
 	msq_regions_unlock();
 }
 
+void msq_engine_exit_flush(void)
+{
+	struct timespec pause = { 0, 100 * 1000 };
+	int tries = 0;
+
+	/* The lock may be held by the engine (briefly) or by the very code
+	 * this _exit interrupted (a signal handler): give up after ~10 ms. */
+	while (pthread_mutex_trylock(msq_regions_mutex()) != 0)
+		if (++tries == 100 || nanosleep(&pause, NULL) < 0)
+			return;
+	g_stopping = true;
+	for (size_t i = 0;; i++) {
+		struct msq_region *r = msq_regions_at(i);
+
+		if (!r)
+			break;
+		if (!r->delegated && !r->kernel)
+			msq_stream_drop_all_on_exit(&r->s);
+	}
+	/* Left locked: the process ends now, and nothing may start another
+	 * operation on the table meanwhile. */
+}
+
 void msq_engine_atfork_child(void)
 {
 	/* The child has no engine thread; its pagemap is its own. */

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "shim.h"
 #include "track.h"
 #include "regions.h"
@@ -20,6 +21,8 @@ static struct {
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	int (*madvise)(void *, size_t, int);
 	int (*posix_madvise)(void *, size_t, int);
+	void (*exit_now)(int);
+	void (*exit_now2)(int);
 } real;
 
 void msq_interpose_resolve(void)
@@ -29,6 +32,8 @@ void msq_interpose_resolve(void)
 	real.mremap = msq_next_symbol("mremap");
 	real.madvise = msq_next_symbol("madvise");
 	real.posix_madvise = msq_next_symbol("posix_madvise");
+	real.exit_now = msq_next_symbol("_exit");
+	real.exit_now2 = msq_next_symbol("_Exit");
 }
 
 /* Before the real symbols are known (during dlsym), the syscalls. */
@@ -211,4 +216,31 @@ MSQ_EXPORT int posix_madvise(void *addr, size_t len, int advice)
 		MSQ_LEAVE();
 	}
 	return rc;
+}
+
+/*
+ * _exit/_Exit skip the destructors, where the shim drops what is left
+ * behind each reader; many programs end that way (fio's job processes,
+ * forked workers).  Drop here with syscalls only: _exit is called from
+ * signal handlers and vfork children (whose memory is the parent's: not
+ * ours to act on).
+ */
+static __attribute__((noreturn)) void exit_now(void (*real_exit)(int), int status)
+{
+	if (!msq_guard && msq_regions_any() && msq_shim_ready() && msq_is_owner())
+		msq_engine_exit_flush();
+	if (real_exit)
+		real_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+MSQ_EXPORT void _exit(int status)
+{
+	exit_now(real.exit_now, status);
+}
+
+MSQ_EXPORT void _Exit(int status)
+{
+	exit_now(real.exit_now2, status);
 }

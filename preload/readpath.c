@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -62,9 +63,17 @@
 #endif
 
 #define CHUNK MSQ_CHUNK
-/* A residency snapshot covers this much ahead of a stream; it is extended
- * when the stream gets within half of it, far ahead of any readahead. */
-#define SNAP_WINDOW (UINT64_C(64) << 20)
+/* A residency snapshot covers at least this much ahead of a stream, and
+ * is extended when the stream gets within half of it: it must stay ahead
+ * of readahead, which SEQUENTIAL doubles and which may have two windows in
+ * flight, so it is 8 times the device's read_ahead_kb when that is more
+ * (8 MiB here: a 64 MiB snapshot). */
+#define SNAP_AHEAD_MIN (UINT64_C(16) << 20)
+#define SNAP_AHEAD (s->snap_ahead)
+/* A run is a stream, worth a snapshot, once it is this long: random
+ * readers never pay for one.  (What a run read before its snapshot was
+ * taken counts as cached before: at most a chunk per run stays.) */
+#define RUN_MIN (UINT64_C(256) << 10)
 /* A forward gap up to this still continues a run (interleaved readers of
  * one shared offset, skipped headers). */
 #define SEQ_SLACK CHUNK
@@ -79,8 +88,10 @@ struct dir {
 	uint64_t done;      /* chunks below this are dropped (or left on purpose) */
 	uint64_t kicked;    /* writes: writeback started below this */
 	uint64_t snap_lo, snap_hi;
+	uint64_t act;       /* below this, a sequential access needs no work */
 	struct msq_extents pre; /* chunks cached before the stream reached them */
 	bool started;
+	bool snapping;      /* pre is valid for this run, up to snap_hi */
 };
 
 struct msq_fd {
@@ -91,6 +102,7 @@ struct msq_fd {
 	bool snap_ok;   /* cachestat tells the truth for this file */
 	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
 	bool inherited; /* copied by fork: no final drop at close */
+	uint64_t snap_ahead;
 	struct dir rd, wr;
 };
 
@@ -173,6 +185,52 @@ static void dev_learn(dev_t dev, int state)
 	/* Full: the probe is simply repeated on further filesystems. */
 }
 
+/* Readahead of the device under dev, from sysfs, cached per device;
+ * 0 if unknown. */
+static struct {
+	dev_t dev;
+	uint64_t ra;
+	int set;
+} g_ra[NDEV];
+
+static uint64_t read_ra(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10) << 10;
+}
+
+static uint64_t device_readahead(dev_t dev)
+{
+	char path[96];
+	uint64_t ra;
+	int i;
+
+	for (i = 0; i < NDEV && __atomic_load_n(&g_ra[i].set, __ATOMIC_ACQUIRE); i++)
+		if (g_ra[i].dev == dev)
+			return g_ra[i].ra;
+	/* Filesystems name their bdi by st_dev; a partition's queue is its disk's. */
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(dev), minor(dev));
+	if (!(ra = read_ra(path))) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/read_ahead_kb", major(dev),
+			 minor(dev));
+		ra = read_ra(path);
+	}
+	if (i < NDEV) { /* racing threads may both add it: harmless */
+		g_ra[i].dev = dev;
+		g_ra[i].ra = ra;
+		__atomic_store_n(&g_ra[i].set, 1, __ATOMIC_RELEASE);
+	}
+	return ra;
+}
+
 static bool managed_read(const struct msq_fd *s)
 {
 	if ((s->flags & F_STOPPED) || !(s->flags & F_CANREAD))
@@ -207,6 +265,14 @@ static int sys_fadvise(int fd, uint64_t off, uint64_t len, int advice)
 /* Adds the chunks of [lo, hi) that hold cached pages to d->pre. */
 static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t hi)
 {
+	struct msq_cachestat_range all = { lo, hi - lo };
+	struct msq_cachestat none;
+
+	/* Mostly nothing is cached (and small files end early): one call. */
+	if (msq_cachestat(fd, &all, &none) == 0 && none.nr_cache == 0) {
+		d->snap_hi = hi;
+		return;
+	}
 	for (uint64_t c = lo; c < hi && s->snap_ok; c += CHUNK) {
 		struct msq_cachestat_range r = { c, CHUNK };
 		struct msq_cachestat cs;
@@ -219,18 +285,27 @@ static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint6
 		d->snap_hi = hi;
 }
 
-/* A run starts at off: forget the old snapshot, take one from off. */
-static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off)
+/* Starts the snapshot of the current run at chunk lo. */
+static void snap_start(int fd, struct msq_fd *s, struct dir *d, uint64_t lo)
+{
+	msq_extents_clear(&d->pre);
+	d->snap_lo = d->snap_hi = lo;
+	d->snapping = true;
+	snapshot(fd, s, d, lo, lo + SNAP_AHEAD);
+}
+
+/* A run starts at off.  snap_now: nothing was read yet (the fd was just
+ * classified), so the snapshot can be taken right away. */
+static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool snap_now)
 {
 	d->run_start = d->next = off;
 	d->done = ceil_chunk(off);
 	d->kicked = floor_chunk(off);
 	d->started = true;
-	if (s->dontcache)
-		return;
-	msq_extents_clear(&d->pre);
-	d->snap_lo = d->snap_hi = floor_chunk(off);
-	snapshot(fd, s, d, d->snap_lo, d->snap_lo + SNAP_WINDOW);
+	d->snapping = false;
+	d->act = off + 1;
+	if (snap_now && s->snap_ok && !s->dontcache)
+		snap_start(fd, s, d, floor_chunk(off));
 }
 
 /* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
@@ -296,14 +371,30 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	uint64_t lag = msq_cfg.policy.lag, target;
 
 	if (!d->started || off < d->next || off > d->next + SEQ_SLACK)
-		new_run(fd, s, d, off);
+		new_run(fd, s, d, off, false);
 	d->next = end;
-	if (!writing && s->dontcache)
-		return;
-	if (!s->snap_ok)
-		return; /* no reliable snapshot: leave the file alone */
-	if (end + SNAP_WINDOW / 2 > d->snap_hi)
-		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_WINDOW);
+	/* Until the next chunk boundary (or the run's length reaching RUN_MIN,
+	 * or the snapshot's refill point) a sequential access has nothing to
+	 * do; after() then only moves d->next. */
+	d->act = floor_chunk(end) + CHUNK;
+	if ((!writing && s->dontcache) || !s->snap_ok)
+		return; /* dontcache, or no reliable snapshot: leave the file alone */
+	if (!d->snapping) {
+		if (end - d->run_start < RUN_MIN) {
+			if (d->run_start + RUN_MIN < d->act)
+				d->act = d->run_start + RUN_MIN;
+			return;
+		}
+		/* Pages this run read so far are in the chunk at floor(end), or
+		 * before it: from here on, the snapshot sees them as cached. */
+		if (floor_chunk(end) > d->done)
+			d->done = floor_chunk(end);
+		snap_start(fd, s, d, floor_chunk(end));
+	}
+	if (end + SNAP_AHEAD / 2 > d->snap_hi)
+		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_AHEAD);
+	if (d->snap_hi - SNAP_AHEAD / 2 < d->act)
+		d->act = d->snap_hi - SNAP_AHEAD / 2;
 	if (writing && floor_chunk(end) > d->kicked) {
 		if (!MSQ_FAULT("madvseq/readpath/sync_file_range"))
 			syscall(SYS_sync_file_range, fd, (off_t)d->kicked,
@@ -318,7 +409,7 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	else
 		drop_range(fd, s, d, d->done, target);
 	d->done = target;
-	if (d->snap_lo + SNAP_WINDOW < target) {
+	if (d->snap_lo + SNAP_AHEAD < target) {
 		/* Forget what is behind: keeps the set small on long streams.
 		 * (Not on an empty set: msq_extents_remove then memmoves NULL.) */
 		if (d->pre.n)
@@ -376,6 +467,9 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->flags = extra;
+	s->snap_ahead = ceil_chunk(8 * device_readahead(st.st_dev));
+	if (s->snap_ahead < SNAP_AHEAD_MIN)
+		s->snap_ahead = SNAP_AHEAD_MIN;
 	if ((fl & O_ACCMODE) != O_WRONLY)
 		s->flags |= F_CANREAD;
 	if ((fl & O_ACCMODE) != O_RDONLY)
@@ -387,9 +481,9 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	if (pos >= 0) {
 		/* Before the first read: the snapshot sees what was cached before. */
 		if (s->flags & F_CANREAD)
-			new_run(fd, s, &s->rd, (uint64_t)pos);
+			new_run(fd, s, &s->rd, (uint64_t)pos, true);
 		if (s->flags & F_CANWRITE)
-			new_run(fd, s, &s->wr, (uint64_t)pos);
+			new_run(fd, s, &s->wr, (uint64_t)pos, true);
 	}
 	old = msq_fdt_xchg(fd, s);
 	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
@@ -439,6 +533,20 @@ static void after(int fd, int64_t off, uint64_t n, bool writing)
 	uint64_t end;
 	MSQ_PROTECT_ERRNO;
 
+	/* Most calls continue a run with nothing due: move the cursor and
+	 * go.  (Two threads racing here lose an update: a run restarts.) */
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
+		d = writing ? &s->wr : &s->rd;
+		end = (off >= 0 ? (uint64_t)off : d->next) + n;
+		if (d->started && end < d->act && (off < 0 || (uint64_t)off == d->next)) {
+			d->next = end;
+			urcu_bp_read_unlock();
+			return;
+		}
+	}
+	urcu_bp_read_unlock();
 	if (!(s = take(fd, writing)))
 		return;
 	d = writing ? &s->wr : &s->rd;
@@ -448,14 +556,8 @@ static void after(int fd, int64_t off, uint64_t n, bool writing)
 		return;
 	}
 	end = d->next + n;
-	/* Check the estimate only when something is due (a drop, a snapshot,
-	 * writeback): at most about once per chunk. */
-	if (d->started && floor_chunk(end) == floor_chunk(d->next) &&
-	    end + SNAP_WINDOW / 2 <= d->snap_hi) {
-		d->next = end;
-		give(s);
-		return;
-	}
+	/* Something is due (a chunk boundary, a snapshot, writeback): check
+	 * the estimate of the file position first, about once per chunk. */
 	{
 		off_t pos = sys_lseek_cur(fd);
 		struct stat st;
@@ -541,14 +643,25 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
-static bool untracked(int fd)
+/*
+ * The fast path of every wrapper: true when fd is none of the read path's
+ * business.  g_mode is set last by msq_readpath_init(), so a non-OFF mode
+ * means initialised; OFF (configured, or not yet initialised) asks
+ * msq_shim_ready(), which initialises on first use.
+ */
+static inline bool untracked(int fd)
 {
+	enum msq_read_mode m;
 	struct msq_fd *s;
 
-	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF)
+	if (msq_guard)
+		return true;
+	m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(m == MSQ_READ_OFF, 0) &&
+	    (!msq_shim_ready() || (m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE)) == MSQ_READ_OFF))
 		return true;
 	s = msq_fdt_peek(fd);
-	return s == MSQ_FD_IGNORED || (!s && g_mode != MSQ_READ_ALL);
+	return s == MSQ_FD_IGNORED || (!s && m != MSQ_READ_ALL);
 }
 
 #define CALL(fn, fallback, ...) (real.fn ? real.fn(__VA_ARGS__) : (fallback))
@@ -558,7 +671,7 @@ static ssize_t call_read(int fd, void *buf, size_t n)
 	return CALL(read, syscall(SYS_read, fd, buf, n), fd, buf, n);
 }
 
-static ssize_t read_slow(int fd, void *buf, size_t n)
+static __attribute__((noinline, cold)) ssize_t read_slow(int fd, void *buf, size_t n)
 {
 	struct iovec iov = { buf, n };
 	ssize_t rc = -2;
@@ -701,7 +814,7 @@ static ssize_t call_write(int fd, const void *buf, size_t n)
 	return CALL(write, syscall(SYS_write, fd, buf, n), fd, buf, n);
 }
 
-static ssize_t write_slow(int fd, const void *buf, size_t n)
+static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *buf, size_t n)
 {
 	ssize_t rc;
 
@@ -997,7 +1110,8 @@ static void final_drop(int fd, struct msq_fd *s)
 	if (s->inherited || !s->snap_ok || fstat(fd, &st) < 0 || st.st_dev != s->dev ||
 	    st.st_ino != s->ino)
 		return;
-	if (managed_read(s) && s->rd.started && !s->dontcache) {
+	/* Only runs with a snapshot: what else was cached is unknown. */
+	if (managed_read(s) && s->rd.started && s->rd.snapping && !s->dontcache) {
 		off_t pos = sys_lseek_cur(fd);
 		uint64_t end = s->rd.next;
 
@@ -1006,7 +1120,7 @@ static void final_drop(int fd, struct msq_fd *s)
 		if (end > s->rd.done)
 			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
 	}
-	if (managed_write(s) && s->wr.started && s->wr.next > s->wr.done)
+	if (managed_write(s) && s->wr.started && s->wr.snapping && s->wr.next > s->wr.done)
 		/* Starts writeback of the tail and drops what is clean; dirty
 		 * pages stay (no fsync on the program's behalf). */
 		drop_range(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));

@@ -13,6 +13,12 @@
  * --read computes the same checksum with pread() instead, for reference.
  * --pause prints "advised" once the mapping is advised and waits for a
  * byte on stdin before reading.
+ * --rate MBPS paces each reader to at most MBPS megabytes a second, like a
+ * stream read from a disk (a file read from a warm host cache outruns any
+ * scheduler hiccup of the engine).
+ * --write maps the file shared and writable and, as it streams, writes a
+ * marker into every page; after munmap it reads the file back and prints
+ * "written ok" or "written LOST <offset>": dirty data must never be lost.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,17 +30,21 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct cs_range { uint64_t off, len; };
 struct cs { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
+
+#define MARK 0x6d61647673657121ULL
 
 static int fd;
 static off_t size;
 static const unsigned char *map;
 static int nthreads = 1, passes = 1;
 static uint64_t max_cached, max_behind;
-static int can_sample = 1;
+static int can_sample = 1, writing;
+static double rate; /* bytes per second per reader, 0: as fast as it goes */
 
 static uint64_t cached_range(uint64_t off, uint64_t len)
 {
@@ -78,9 +88,27 @@ static uint64_t mix(uint64_t w, uint64_t off)
 
 struct slice { off_t from, to; uint64_t sum; int index; };
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void pace(double t0, uint64_t done)
+{
+	double ahead = (double)done / rate - (now_s() - t0);
+
+	if (ahead > 0)
+		usleep((useconds_t)(ahead * 1e6));
+}
+
 static void *stream(void *arg)
 {
 	struct slice *s = arg;
+	double t0 = now_s();
+	uint64_t done = 0;
 
 	for (int p = 0; p < passes; p++)
 		for (off_t o = s->from; o < s->to; o += 8) {
@@ -88,6 +116,10 @@ static void *stream(void *arg)
 
 			memcpy(&w, map + o, 8);
 			s->sum += mix(w, (uint64_t)o);
+			if (writing && (o & 4095) == 8) /* after the page's first word was read */
+				memcpy((unsigned char *)map + o, &(uint64_t){ MARK ^ (uint64_t)o }, 8);
+			if ((o & ((1 << 20) - 1)) == 0 && rate > 0)
+				pace(t0, done += 1 << 20);
 			if (s->index == 0 && (o & ((1 << 20) - 1)) == 0) {
 				sample(); /* every MiB of the first reader's progress */
 				sample_behind(s->from, o);
@@ -123,6 +155,7 @@ static uint64_t by_pread(void)
 int main(int argc, char **argv)
 {
 	int flags = MAP_SHARED, use_read = 0, hold_ms = 0, pause = 0;
+	int prot = PROT_READ;
 	const char *advice = "madvise";
 	struct stat st;
 	uint64_t sum = 0;
@@ -139,6 +172,10 @@ int main(int argc, char **argv)
 			advice = argv[++i];
 		else if (!strcmp(argv[i], "--read"))
 			use_read = 1;
+		else if (!strcmp(argv[i], "--rate"))
+			rate = atof(argv[++i]) * 1e6;
+		else if (!strcmp(argv[i], "--write"))
+			writing = 1, prot |= PROT_WRITE;
 		else if (!strcmp(argv[i], "--pause"))
 			pause = 1;
 		else if (!strcmp(argv[i], "--hold-ms"))
@@ -150,7 +187,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: seqclient [options] FILE\n");
 		return 2;
 	}
-	fd = open(argv[i], O_RDONLY);
+	fd = open(argv[i], writing ? O_RDWR : O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		perror(argv[i]);
 		return 2;
@@ -160,7 +197,7 @@ int main(int argc, char **argv)
 		printf("checksum %016" PRIx64 "\n", by_pread());
 		return 0;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+	map = mmap(NULL, (size_t)st.st_size, prot, flags, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("mmap");
 		return 2;
@@ -209,6 +246,17 @@ int main(int argc, char **argv)
 	if (munmap((void *)map, (size_t)st.st_size)) {
 		perror("munmap");
 		return 2;
+	}
+	if (writing) { /* every marker must be in the file */
+		for (off_t o = 8; o + 8 <= size; o += 4096) {
+			uint64_t w;
+
+			if (pread(fd, &w, 8, o) != 8 || w != (MARK ^ (uint64_t)o)) {
+				printf("written LOST %lld\n", (long long)o);
+				return 0;
+			}
+		}
+		printf("written ok\n");
 	}
 	return 0;
 }
