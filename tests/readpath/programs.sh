@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 SRC=$WORK/src
-make_file "$SRC" 192
+make_file "$SRC" 128
 SUM=$(sha256sum < "$SRC")
 
 stream() { # WHAT MODE COMMAND...: cold run, then warm run
