@@ -60,7 +60,7 @@ if [ -n "${MADVSEQ_KERNEL_SERIES:-}" ]; then
 	patches=$(echo "$patches" | head -n "$MADVSEQ_KERNEL_SERIES")
 fi
 # shellcheck disable=SC2086
-series_sum=$( (echo "$patches" | xargs -n1 basename; cat $patches /dev/null) |
+series_sum=$( (echo "$patches" | xargs -r -n1 basename; cat $patches /dev/null) |
 	sha256sum | cut -d' ' -f1)
 src=$cache/src
 if [ "$(cat "$src/.msq-series" 2>/dev/null)" != "$series_sum" ]; then

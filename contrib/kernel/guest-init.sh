@@ -1,8 +1,10 @@
 #!/bin/sh
 # PID 1 of the test guest: mount, run seqtest on the data disk, power off.
-# Without msq_args="..." on the kernel command line it runs two scenarios:
-#   paced: the victim read its file once and now does 1000 random reads/s
-#   hot:   the victim read its file twice and reads as fast as it can
+# Without msq_args="..." on the kernel command line it runs four scenarios:
+#   paced:      the victim read its file once and now does 1000 random reads/s
+#   hot:        the victim read its file twice and reads as fast as it can
+#   sharedread: as paced, over the first 64 MiB of the streamer's own file
+#   sharedmap:  as sharedread, through the victim's own mmap() of that range
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -16,6 +18,12 @@ if mount -t ext4 -o ro,noatime /dev/vda /mnt; then
 		/bin/seqtest -l paced -c 256 -w 1 -r 1000 /mnt/victim /mnt/stream
 		echo "seqtest exit status $?"
 		/bin/seqtest -l hot -c 256 -w 2 /mnt/victim /mnt/stream
+		echo "seqtest exit status $?"
+		/bin/seqtest -l sharedread -c 256 -w 1 -r 1000 -s \
+			/mnt/victim /mnt/stream
+		echo "seqtest exit status $?"
+		/bin/seqtest -l sharedmap -c 256 -w 1 -r 1000 -s -m \
+			/mnt/victim /mnt/stream
 		echo "seqtest exit status $?"
 	fi
 	umount /mnt

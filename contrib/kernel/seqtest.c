@@ -12,7 +12,14 @@
  * pread() latency alone -> with the streamer, and the streamer's throughput.
  *
  * usage: seqtest [-c cgroup_limit_mib] [-w warm_passes] [-a alone_secs]
- *                [-r victim_reads_per_sec] [-l label] VICTIM STREAM
+ *                [-r victim_reads_per_sec] [-l label] [-s] [-m]
+ *                VICTIM STREAM
+ *
+ * -s: the victim uses the first size-of-VICTIM bytes of STREAM instead of
+ *     VICTIM, so the streamer passes through the victim's pages: they must
+ *     stay, as the victim references them.
+ * -m: the victim reads through its own (plain) mmap() of its file instead of
+ *     pread(): a second mapping of the streamer's folios with -s.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,7 +96,7 @@ static double memcg_stat_mib(const char *key)
 	return v;
 }
 
-static double resident_pct(const char *path)
+static double resident_pct(const char *path, off_t len)
 {
 	struct stat st;
 	unsigned char *vec;
@@ -99,6 +106,8 @@ static double resident_pct(const char *path)
 
 	if (fd < 0 || fstat(fd, &st))
 		die(path);
+	if (len > 0 && len < st.st_size)
+		st.st_size = len;
 	pages = (st.st_size + 4095) / 4096;
 	p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -125,6 +134,7 @@ static uint64_t xorshift(void)
 }
 
 static double victim_rate;	/* reads per second, 0: as fast as possible */
+static const unsigned char *victim_map;	/* read through this mapping */
 static const char *label = "scenario";
 static double victim_lat_us;	/* mean pread() latency of the last run */
 
@@ -140,7 +150,9 @@ static double victim_run(int fd, size_t pages, double secs, pid_t child,
 		off_t off = (off_t)(xorshift() % pages) * 4096;
 
 		t = now();
-		if (pread(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
+		if (victim_map)
+			buf[0] = *(volatile const unsigned char *)(victim_map + off);
+		else if (pread(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
 			die("victim pread");
 		busy += now() - t;
 		if (++ops % 16)
@@ -192,8 +204,18 @@ static void streamer(const char *path, int report_fd)
 	_exit(0);
 }
 
-static void one_round(int mode, const char *victim, const char *stream,
-		      int warm_passes, double alone_secs)
+static off_t victim_size(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		die(path);
+	return st.st_size;
+}
+
+static void one_round(int mode, const char *victim, off_t victim_len,
+		      bool use_map, const char *stream, int warm_passes,
+		      double alone_secs)
 {
 	char buf[1 << 16], val[8];
 	struct stat st;
@@ -213,18 +235,33 @@ static void one_round(int mode, const char *victim, const char *stream,
 	fd = open(victim, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st))
 		die(victim);
+	if (victim_len > 0 && victim_len < st.st_size)
+		st.st_size = victim_len;
 	pages = st.st_size / 4096;
+	if (use_map) {
+		victim_map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (victim_map == MAP_FAILED)
+			die("victim mmap");
+	}
 	/* Warm: read the whole file @warm_passes times (twice: active list) */
 	for (i = 0; i < warm_passes; i++) {
 		off_t off;
 
-		for (off = 0; off < st.st_size; off += sizeof(buf))
-			if (pread(fd, buf, sizeof(buf), off) <= 0)
+		for (off = 0; off < st.st_size; off += sizeof(buf)) {
+			if (victim_map) {
+				off_t o;
+
+				for (o = off; o < off + (off_t)sizeof(buf); o += 4096)
+					buf[0] = ((volatile const unsigned char *)
+						  victim_map)[o];
+			} else if (pread(fd, buf, sizeof(buf), off) <= 0) {
 				die("warm pread");
+			}
+		}
 	}
 	alone = victim_run(fd, pages, alone_secs, 0, NULL);
 	lat_alone = victim_lat_us;
-	res_before = resident_pct(victim);
+	res_before = resident_pct(victim, st.st_size);
 
 	if (pipe(pfd))
 		die("pipe");
@@ -243,9 +280,13 @@ static void one_round(int mode, const char *victim, const char *stream,
 		fprintf(stderr, "seqtest: streamer failed (status %#x)\n",
 			status);
 	close(pfd[0]);
+	res_after = resident_pct(victim, st.st_size);
+	if (victim_map) {
+		munmap((void *)victim_map, st.st_size);
+		victim_map = NULL;
+	}
 	close(fd);
-	res_after = resident_pct(victim);
-	res_stream = resident_pct(stream);
+	res_stream = resident_pct(stream, 0);
 
 	printf("RESULT %s seq_read_dropbehind=%s retention=%.1f%% "
 	       "victim_resident=%.1f%%->%.1f%% "
@@ -263,10 +304,16 @@ int main(int argc, char **argv)
 	int limit_mib = 256, warm_passes = 2, opt, mode;
 	double alone_secs = 5;
 	char val[64], cur[64];
-	bool have_switch = true;
+	bool have_switch = true, shared = false, use_map = false;
 
-	while ((opt = getopt(argc, argv, "c:w:a:r:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:w:a:r:l:sm")) != -1) {
 		switch (opt) {
+		case 's':
+			shared = true;
+			break;
+		case 'm':
+			use_map = true;
+			break;
 		case 'l':
 			label = optarg;
 			break;
@@ -312,12 +359,13 @@ int main(int argc, char **argv)
 		die("join cgroup");
 
 	for (mode = have_switch ? 0 : -1; mode <= (have_switch ? 1 : -1); mode++)
-		one_round(mode, argv[optind], argv[optind + 1], warm_passes,
-			  alone_secs);
+		one_round(mode, shared ? argv[optind + 1] : argv[optind],
+			  shared ? victim_size(argv[optind]) : 0, use_map,
+			  argv[optind + 1], warm_passes, alone_secs);
 	return 0;
 usage:
 	fprintf(stderr, "usage: seqtest [-c limit_mib] [-w warm_passes] "
 		"[-a alone_secs] [-r victim_reads_per_sec] [-l label]\n"
-		"               VICTIM STREAM\n");
+		"               [-s] [-m] VICTIM STREAM\n");
 	return 2;
 }
