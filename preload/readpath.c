@@ -6,15 +6,16 @@
  * posix_fadvise(DONTNEED) (the raw syscall: our own wrapper must not see
  * it) in 2 MiB-aligned chunks lagging the stream's offset, minus the chunks
  * a residency snapshot (cachestat(2), taken ahead of the stream) found
- * cached before.  preadv2(RWF_DONTCACHE) would keep cached pages without a
- * snapshot, but streaming a cold file with it ran at about half the speed
- * of plain reads with fadvise behind on ext4 (6.18): the kernel drops each
- * folio as the read completes, synchronously.  So RWF_DONTCACHE is used
- * only where the snapshot is not reliable (files the process may not
- * write: cachestat and mincore hide residency there), or everywhere with
- * MADVSEQ_DONTCACHE=1; never with MADVSEQ_DONTCACHE=0.  Where neither
- * works, such fds are left alone rather than dropping pages that were
- * cached before.
+ * cached before.  preadv2(RWF_DONTCACHE) keeps cached pages without a
+ * snapshot, but cat streamed a cold 1 GiB file with it at a fifth of the
+ * speed of plain reads with fadvise behind on ext4 (6.18; 128 KiB reads:
+ * the kernel drops each folio as the read completes, synchronously), far
+ * from the 0.98x target.  So it is used only with MADVSEQ_DONTCACHE=1
+ * (where the filesystem takes it; probed per st_dev, EOPNOTSUPP falls back
+ * to the program's own call).  Files the process may not write have no
+ * reliable snapshot (cachestat fails with EPERM, mincore says "all
+ * resident"): there, as on the mmap path, the shim drops behind without
+ * one, and pages cached before may be dropped too.
  *
  * Offsets.  pread-style calls give their offset.  read()-style calls
  * advance the file position: the shim keeps an estimate and checks it
@@ -99,7 +100,8 @@ struct msq_fd {
 	ino_t ino;
 	unsigned flags;
 	int busy;       /* one thread at a time updates the state */
-	bool snap_ok;   /* cachestat tells the truth for this file */
+	bool snap_ok;   /* may drop: snapshots work, or the file is blind */
+	bool blind;     /* no residency snapshot possible (see the top) */
 	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
 	bool inherited; /* copied by fork: no final drop at close */
 	uint64_t snap_ahead;
@@ -144,7 +146,8 @@ static struct {
 } real;
 
 static enum msq_read_mode g_mode; /* MSQ_READ_OFF until init */
-static int g_dontcache = -1;      /* MADVSEQ_DONTCACHE: -1 auto, 0 never, 1 always */
+static int g_dontcache;           /* MADVSEQ_DONTCACHE=1: reads use RWF_DONTCACHE */
+static bool g_dc_any;             /* some fd was set up for RWF_DONTCACHE */
 
 /* Filesystems that refused RWF_DONTCACHE (or took it), by st_dev. */
 #define NDEV 32
@@ -268,6 +271,10 @@ static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint6
 	struct msq_cachestat_range all = { lo, hi - lo };
 	struct msq_cachestat none;
 
+	if (s->blind) { /* nothing known: nothing kept */
+		d->snap_hi = hi;
+		return;
+	}
 	/* Mostly nothing is cached (and small files end early): one call. */
 	if (msq_cachestat(fd, &all, &none) == 0 && none.nr_cache == 0) {
 		d->snap_hi = hi;
@@ -474,9 +481,12 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		s->flags |= F_CANREAD;
 	if ((fl & O_ACCMODE) != O_RDONLY)
 		s->flags |= F_CANWRITE;
-	s->snap_ok = msq_cachestat(fd, &r, &cs) == 0 && may_write(fd, &st, fl);
-	if (g_dontcache == 1 || (g_dontcache < 0 && !s->snap_ok))
+	s->snap_ok = true;
+	s->blind = msq_cachestat(fd, &r, &cs) < 0 || !may_write(fd, &st, fl);
+	if (g_dontcache == 1)
 		s->dontcache = dev_state(st.st_dev) != DC_NO;
+	if (s->dontcache)
+		__atomic_store_n(&g_dc_any, true, __ATOMIC_RELAXED);
 	pos = sys_lseek_cur(fd);
 	if (pos >= 0) {
 		/* Before the first read: the snapshot sees what was cached before. */
@@ -495,7 +505,8 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		free_state(old);
 	}
 	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
-		  s->snap_ok ? "" : ", no residency snapshot", s->flags & F_CANWRITE ? ", write-behind" : "");
+		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
+		  s->flags & F_CANWRITE ? ", write-behind" : "");
 	return s;
 }
 
@@ -588,7 +599,7 @@ static bool use_dontcache(int fd)
 
 	if (!s && g_mode == MSQ_READ_ALL)
 		s = classify(fd, 0);
-	if (!s || s == MSQ_FD_IGNORED)
+	if (!s || s == MSQ_FD_IGNORED || !__atomic_load_n(&g_dc_any, __ATOMIC_RELAXED))
 		return false;
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
@@ -1418,7 +1429,7 @@ void msq_readpath_init(void)
 		else if (!strcmp(v, "0"))
 			g_dontcache = 0;
 		else
-			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; choosing per file", v);
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; using 0", v);
 	}
 	/* Last: the wrappers act only once the real functions are known. */
 	__atomic_store_n(&g_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);

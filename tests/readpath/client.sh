@@ -43,6 +43,22 @@ evict "$F"
 shim "$CLIENT" dup "$F" > /dev/null
 expect_streamed "$F" "dup'd fds read alternately"
 
+# A file the process may not write: no residency snapshot (cachestat
+# says EPERM); the stream is still dropped behind.
+chmod 755 "$WORK"
+chmod 644 "$F"
+if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$F" 2>/dev/null; then
+	evict "$F"
+	shim setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIENT" short "$F" > "$WORK/shim" 2>&1
+	"$CLIENT" short "$F" > "$WORK/plain" 2>&1
+	cmp -s "$WORK/plain" "$WORK/shim" && ok "unwritable file: same" || fail "unwritable file: differs"
+	evict "$F"
+	shim setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIENT" short "$F" > /dev/null 2>&1
+	expect_streamed "$F" "unwritable file, no snapshot"
+else
+	echo "info: cannot read the test file as nobody: unwritable-file case not run"
+fi
+
 # RWF_DONTCACHE in place of reads: the same data and offsets.  tmpfs
 # refuses it (EOPNOTSUPP): the program's own read is made instead.
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
