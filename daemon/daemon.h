@@ -68,6 +68,10 @@ struct msqd_client {
 	uint64_t since_ns;
 	struct msqd_cg *cg;
 	struct msq_engine eng; /* pidfd and the client's pagemap */
+	int statfd;            /* /proc/PID/stat: page-fault counters */
+	uint64_t faults;       /* minflt + majflt at the last full cycle */
+	uint64_t full_ns;      /* when its regions were last cycled */
+	bool busy;             /* the last cycle dropped something or failed */
 	struct msqd_region **r;
 	size_t nr, cap;
 	uint64_t proto_errors;
@@ -82,11 +86,14 @@ struct msqd {
 	struct msqd_conf conf;
 	/* state */
 	int epfd, lfd, sigfd;
+	int spare_fd;       /* reserved for refusing clients when out of fds */
+	bool emfile_warned;
 	struct msqd_client *clients; /* list */
 	unsigned nclients, nshim, ndiscovered;
 	struct msqd_cg *cgs;
 	uint64_t now_ns, next_cycle_ns, next_discover_ns, sleep_ns;
 	uint64_t cycles, last_cycle_ns, max_cycle_ns;
+	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
 	uint64_t proto_errors, refused_regions, discover_scans;
 	bool refs_ok;        /* kpageflags usable */

@@ -4,6 +4,7 @@
  * notification and the event loop.  See madvseqd(8).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,7 +136,15 @@ static void raise_nofile(void)
 	struct rlimit rl;
 
 	/* A socket, a pidfd and a pagemap per client. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_max < 65536) {
+		struct rlimit more = { 65536, 65536 };
+
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0) /* with CAP_SYS_RESOURCE */
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
@@ -157,7 +166,7 @@ int main(int argc, char **argv)
 	};
 	struct msqd d = {
 		.proc_root = "/proc", .cg_root = "/sys/fs/cgroup", .config_path = DEFAULT_CONFIG,
-		.epfd = -1, .lfd = -1, .sigfd = -1,
+		.epfd = -1, .lfd = -1, .sigfd = -1, .spare_fd = -1,
 	};
 	const char *socket_arg = NULL, *check = NULL;
 	struct msqd_watch wl = { MSQD_W_LISTEN, NULL }, ws = { MSQD_W_SIGNAL, NULL };
@@ -213,6 +222,7 @@ int main(int argc, char **argv)
 	}
 
 	raise_nofile();
+	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);

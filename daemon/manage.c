@@ -26,6 +26,7 @@
 #endif
 #define SNAP_STEP (UINT64_C(64) << 20)
 #define GATE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
+#define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 /* Aim for about this much to drop per cycle while streams run. */
 #define TARGET_PER_CYCLE (2 * MSQ_CHUNK)
 
@@ -252,9 +253,34 @@ static bool gate_open(struct msqd *d, struct msqd_cg *g)
 	return open;
 }
 
+/* minflt + majflt of the whole process, from its open /proc/PID/stat. */
+static int read_faults(const struct msqd_client *c, uint64_t *out)
+{
+	char buf[1024], *p;
+	unsigned long long minflt, majflt;
+	ssize_t n;
+
+	if (c->statfd < 0)
+		return -EBADF;
+	n = pread(c->statfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* After the command name (which may hold spaces and parentheses):
+	 * state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &minflt, &majflt) != 2)
+		return -EINVAL;
+	*out = minflt + majflt;
+	return 0;
+}
+
 uint64_t msqd_cycle(struct msqd *d)
 {
 	uint64_t t0 = msqd_now_ns(), total = 0;
+	/* Idle clients due for a look are spread over cycles, a few each,
+	 * so thousands of them never make one cycle long. */
+	unsigned rechecks = 0, budget = d->nclients / 64 + 1;
 
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		const struct msqd_policy *p;
@@ -265,6 +291,26 @@ uint64_t msqd_cycle(struct msqd *d)
 		p = c->cg->pol;
 		if (p->mode == MSQ_MODE_OFF || !gate_open(d, c->cg))
 			continue;
+		/* Present pages appear only through the process's own page
+		 * faults: with no new fault and nothing left to do last time,
+		 * its regions are as they were.  Looked at anyway every
+		 * IDLE_RECHECK_NS (kept pages are retried, readers may have
+		 * been paged out by reclaim). */
+		{
+			uint64_t f = 0;
+			bool known = read_faults(c, &f) == 0;
+
+			if (known && f == c->faults && !c->busy &&
+			    (d->now_ns - c->full_ns < IDLE_RECHECK_NS || rechecks >= budget)) {
+				d->idle_skips++;
+				continue;
+			}
+			if (known && f == c->faults && !c->busy)
+				rechecks++;
+			c->faults = f;
+			c->full_ns = d->now_ns;
+			c->busy = false;
+		}
 		c->eng.lag = p->lag;
 		c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
 		c->eng.filter_arg = d;
@@ -277,6 +323,8 @@ uint64_t msqd_cycle(struct msqd *d)
 			d->cur = c;
 			rc = msq_stream_cycle(&c->eng, s, d->now_ns, false);
 			d->cur = NULL;
+			if (s->st.dropped != before || rc < 0)
+				c->busy = true;
 			c->cg->dropped += s->st.dropped - before;
 			c->cg->kept_mapped += s->st.kept - kept;
 			total += s->st.dropped - before;

@@ -114,6 +114,7 @@ struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid
 	c->pid = pid;
 	c->uid = uid;
 	c->since_ns = d->now_ns;
+	c->statfd = -1;
 	msq_engine_init(&c->eng, pidfd, MSQ_DEFAULT_LAG);
 	c->wsock = (struct msqd_watch){ MSQD_W_SOCK, c };
 	c->wpid = (struct msqd_watch){ MSQD_W_PIDFD, c };
@@ -150,6 +151,17 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 		return rc;
 	if ((rc = msq_pagemap_open(&c->eng.pm, d->proc_root, c->pid, 0)) < 0)
 		return rc;
+	/* Windows around the readers instead of PAGEMAP_SCAN over whole
+	 * regions: the scan walks every page table entry of a region each
+	 * cycle, which for thousands of regions (or gigabytes of one) costs
+	 * far more than reading the entries near the readers. */
+	c->eng.pm.scan = false;
+	{
+		char stat[256];
+
+		snprintf(stat, sizeof(stat), "%s/%d/stat", d->proc_root, (int)c->pid);
+		c->statfd = open(stat, O_RDONLY | O_CLOEXEC);
+	}
 	/* Opened while the pidfd's process is alive: the pid named that
 	 * process, not a later one with the same number. */
 	if (!pidfd_alive(c->pidfd))
@@ -179,6 +191,8 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	close(c->pidfd);
 	msq_pagemap_close(&c->eng.pm);
+	if (c->statfd >= 0)
+		close(c->statfd);
 	msq_engine_free(&c->eng);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -229,6 +243,23 @@ void msqd_server_accept(struct msqd *d)
 		if (MSQ_FAULT("madvseq/daemon/socket/accept"))
 			return;
 		fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0) {
+			/* Out of descriptors: a pending connection would keep the
+			 * listening socket readable forever.  Use the spare to
+			 * accept and refuse it (its shim carries on alone). */
+			if (!d->emfile_warned)
+				log_warn("out of file descriptors at %u clients: refusing new ones "
+					 "(raise LimitNOFILE)", d->nclients);
+			d->emfile_warned = true;
+			close(d->spare_fd);
+			fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (fd >= 0)
+				continue;
+			return;
+		}
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				log_warn("accept: %s", strerror(errno));

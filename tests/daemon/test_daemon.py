@@ -379,6 +379,8 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
             if failures_now():
                 d.dump_log()
                 print(err[-3000:])
+                print("--- status while streaming (last) ---")
+                print(seen[-1500:])
             d.stop()
         finally:
             cg.remove()

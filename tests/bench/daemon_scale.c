@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * madvseqd at scale: PROCS processes each register REGIONS regions (the
+ * protocol a shim speaks), then the daemon's management cycle time and
+ * resident memory are sampled from its status for SECONDS.
+ *
+ *   daemon_scale MADVSEQD DIR [PROCS [REGIONS [SECONDS]]]
+ *
+ * Every process maps one DIR/scale.dat REGIONS times (8 MiB each, all
+ * pages present, so each cycle finds readers and plans, as for a stream
+ * that is not moving), and registers each mapping.  Prints the figures
+ * and exits 0; 77 if it cannot run here (not root).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <madvseq/protocol.h>
+
+#define REGION (8u << 20)
+
+static char g_sock[108];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int conn(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	strcpy(sa.sun_path, g_sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -1;
+	return fd;
+}
+
+static int xsend(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
+{
+	struct msq_msg_hdr *h = m;
+
+	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, seq };
+	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
+}
+
+static char *status(void)
+{
+	static char out[1 << 20];
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
+	struct msq_msg_hdr s;
+	char buf[MSQ_MSG_MAX];
+	size_t len = 0;
+	int fd = conn();
+
+	if (fd < 0)
+		return NULL;
+	if (xsend(fd, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(fd, buf, sizeof(buf), 0) <= 0 ||
+	    xsend(fd, &s, MSQ_MSG_STATUS, sizeof(s), 2) < 0) {
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		struct msq_msg_text *t = (struct msq_msg_text *)buf;
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n < (ssize_t)sizeof(*t) || t->h.type != MSQ_MSG_TEXT)
+			break;
+		if (len + t->length < sizeof(out) - 1) {
+			memcpy(out + len, t->data, t->length);
+			len += t->length;
+		}
+		if (t->flags & MSQ_TEXT_END)
+			break;
+	}
+	close(fd);
+	out[len] = '\0';
+	return out;
+}
+
+static void child(const char *file, int regions, int ready)
+{
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+	struct stat st;
+	char buf[256];
+	int fd = open(file, O_RDONLY | O_CLOEXEC), s;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || (s = conn()) < 0)
+		_exit(1);
+	if (xsend(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0)
+		_exit(1);
+	for (int i = 0; i < regions; i++) {
+		void *p = mmap(NULL, REGION, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+			       (off_t)i * REGION);
+		struct msq_msg_register r = {
+			.id = (uint64_t)i + 1, .start = (uintptr_t)p, .length = REGION,
+			.dev = st.st_dev, .ino = st.st_ino, .offset = (uint64_t)i * REGION,
+			.flags = MSQ_REGION_SHARED,
+		};
+		struct msq_msg_result res;
+
+		if (p == MAP_FAILED || madvise(p, REGION, MADV_SEQUENTIAL) < 0)
+			_exit(1);
+		if (xsend(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
+		    recv(s, &res, sizeof(res), 0) != sizeof(res) || res.status != 0)
+			_exit(2);
+	}
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int procs = argc > 3 ? atoi(argv[3]) : 1000;
+	int regions = argc > 4 ? atoi(argv[4]) : 10;
+	double seconds = argc > 5 ? atof(argv[5]) : 5;
+	char file[4096], conf[4096], log[4096];
+	double samples[4096], t0, t_reg, cpu0 = 0;
+	size_t ns = 0;
+	pid_t daemon, *kids;
+	int pipefd[2], ready = 0, rc = 0;
+	struct rlimit rl;
+	char *st;
+	long rss_kib = 0;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: daemon_scale MADVSEQD DIR [PROCS [REGIONS [SECONDS]]]\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		printf("daemon_scale: needs root (process_madvise on other processes)\n");
+		return 77;
+	}
+	snprintf(file, sizeof(file), "%s/scale.dat", argv[2]);
+	snprintf(conf, sizeof(conf), "%s/scale.conf", argv[2]);
+	snprintf(log, sizeof(log), "%s/scale-daemon.log", argv[2]);
+	snprintf(g_sock, sizeof(g_sock), "%s/scale.sock", argv[2]);
+	{
+		FILE *f = fopen(conf, "w");
+		int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		struct stat sb;
+
+		if (!f || fd < 0)
+			return 1;
+		fputs("[/*]\nmode = pageout\n", f);
+		fclose(f);
+		if (fstat(fd, &sb) == 0 && sb.st_size < (off_t)regions * REGION) {
+			char *blk = malloc(1 << 20);
+
+			for (int i = 0; i < 1 << 20; i++)
+				blk[i] = (char)rand();
+			for (unsigned i = 0; i < (unsigned)regions * (REGION >> 20); i++)
+				if (write(fd, blk, 1 << 20) != 1 << 20)
+					return 1;
+			free(blk);
+		}
+		close(fd);
+	}
+	rl.rlim_cur = rl.rlim_max = (rlim_t)procs * 4 + 256;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	daemon = fork();
+	if (daemon == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		dup2(fd, 2);
+		execl(argv[1], argv[1], "-s", g_sock, "-c", conf, "-l", "warning", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !status(); i++)
+		usleep(25000);
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return 1;
+	kids = calloc((size_t)procs, sizeof(*kids));
+	t0 = now_s();
+	for (int i = 0; i < procs; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			child(file, regions, pipefd[1]);
+	}
+	close(pipefd[1]);
+	for (char c; ready < procs && read(pipefd[0], &c, 1) == 1;)
+		ready++;
+	t_reg = now_s() - t0;
+	printf("daemon_scale: %d/%d processes registered %d regions each in %.2f s\n", ready, procs,
+	       regions, t_reg);
+	if (ready < procs)
+		rc = 1;
+	/* Sample "last" cycle times: each is one full pass over every region. */
+	for (double end = now_s() + seconds; now_s() < end && ns < 4096;) {
+		char *p;
+
+		usleep(100000);
+		if (!(st = status()))
+			continue;
+		if ((p = strstr(st, ", last ")))
+			samples[ns++] = atof(p + 7);
+		if ((p = strstr(st, "daemon: cpu ")))
+			cpu0 = atof(p + 12);
+	}
+	{
+		char path[64], line[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon);
+		if ((f = fopen(path, "re"))) {
+			while (fgets(line, sizeof(line), f))
+				if (!strncmp(line, "VmRSS:", 6))
+					rss_kib = atol(line + 6);
+			fclose(f);
+		}
+	}
+	st = status();
+	if (st && strstr(st, "clients: ")) {
+		char *c = strstr(st, "clients: "), *nl = strchr(c, '\n');
+
+		printf("daemon_scale: daemon reports %.*s\n", nl ? (int)(nl - c) : 80, c);
+	}
+	if (ns) {
+		qsort(samples, ns, sizeof(*samples), cmp_d);
+		printf("daemon_scale: %d processes x %d regions: management cycle median %.2f ms, "
+		       "p95 %.2f ms, max %.2f ms (%zu samples); daemon RSS %.1f MiB; daemon CPU %.2f s total\n",
+		       procs, regions, samples[ns / 2], samples[ns * 95 / 100], samples[ns - 1], ns,
+		       (double)rss_kib / 1024, cpu0);
+		printf("daemon_scale: targets: cycle <= 10 ms: %s; RSS <= 32 MiB: %s\n",
+		       samples[ns / 2] <= 10 ? "met" : "NOT met", rss_kib <= 32 * 1024 ? "met" : "NOT met");
+	} else {
+		rc = 1;
+	}
+	for (int i = 0; i < procs; i++)
+		if (kids[i] > 0)
+			kill(kids[i], SIGKILL);
+	while (waitpid(-1, NULL, WNOHANG) > 0 || errno == EINTR)
+		;
+	kill(daemon, SIGTERM);
+	while (wait(NULL) > 0)
+		;
+	unlink(conf);
+	unlink(file);
+	return rc;
+}
