@@ -460,6 +460,8 @@ static struct msq_fd *classify(int fd, unsigned extra)
 
 	if ((unsigned)fd >= MSQ_FDT_MAX)
 		return MSQ_FD_IGNORED;
+	if (!msq_is_owner())
+		return NULL; /* a vfork child: the table is its parent's */
 	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
 	if (fl < 0 || fstat(fd, &st) < 0)
 		return NULL; /* not open: nothing to remember */
@@ -517,6 +519,8 @@ static struct msq_fd *take(int fd, bool writing)
 {
 	struct msq_fd *s;
 
+	if (!msq_is_owner())
+		return NULL; /* a vfork child acts on nothing of its parent's */
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s)) &&

@@ -10,7 +10,7 @@ CLIENT=$1
 F=$WORK/f
 make_file "$F" 48
 
-for sc in short vec errors odirect pipe socket eintr fork threads dup write; do
+for sc in short vec errors odirect pipe socket eintr fork vfork threads dup write; do
 	arg=$F
 	[ $sc = write ] && arg=$WORK/w
 	evict "$F"
@@ -38,7 +38,12 @@ evict "$F"
 shim "$CLIENT" fork "$F" > /dev/null
 expect_streamed "$F" "fork: parent half, child half"
 
-# Sequential readers of a shared offset from a parent and its child.
+# A vfork child's read and close leave the parent's state alone.
+evict "$F"
+shim "$CLIENT" vfork "$F" > /dev/null
+expect_streamed "$F" "vfork: the parent's stream after the child closed"
+
+# Two fds of one description (dup), read alternately.
 evict "$F"
 shim "$CLIENT" dup "$F" > /dev/null
 expect_streamed "$F" "dup'd fds read alternately"

@@ -6,7 +6,7 @@
  *
  *   rpclient SCENARIO FILE
  * Scenarios: short, vec, errors, odirect, pipe, socket, eintr, fork,
- * threads, dup, write FILE (writes 64 MiB, prints its hash).
+ * threads, vfork, dup, write FILE (writes 64 MiB, prints its hash).
  */
 #ifndef _GNU_SOURCE
 #ifndef _GNU_SOURCE
@@ -240,6 +240,32 @@ static void sc_fork(const char *path)
 	close(fd);
 }
 
+/* A vfork child (sharing the parent's memory) reads and closes the fd;
+ * the parent's stream goes on, still managed. */
+static void sc_vfork(const char *path)
+{
+	static char buf[1 << 17];
+	int fd = open_seq(path, O_RDONLY), st;
+	volatile uint64_t h = H0; /* kept across vfork */
+	ssize_t n;
+	pid_t pid;
+
+	for (int i = 0; i < 64 && (n = read(fd, buf, sizeof(buf))) > 0; i++)
+		h = fnv(h, buf, (size_t)n);
+	pid = vfork();
+	if (pid == 0) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		_exit(n > 0 ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		h = fnv(h, buf, (size_t)n);
+	printf("vfork: child=%d hash=%016llx pos=%lld\n", WEXITSTATUS(st), (unsigned long long)h,
+	       (long long)lseek(fd, 0, SEEK_CUR));
+	close(fd);
+}
+
 struct part {
 	int fd;
 	off_t off, len;
@@ -346,6 +372,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(sc, "eintr")) sc_eintr();
 	else if (!strcmp(sc, "fork")) sc_fork(f);
 	else if (!strcmp(sc, "threads")) sc_threads(f);
+	else if (!strcmp(sc, "vfork")) sc_vfork(f);
 	else if (!strcmp(sc, "dup")) sc_dup(f);
 	else if (!strcmp(sc, "write")) sc_write(f);
 	else {
