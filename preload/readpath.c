@@ -385,7 +385,7 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	 * do; after() then only moves d->next. */
 	d->act = floor_chunk(end) + CHUNK;
 	if ((!writing && s->dontcache) || !s->snap_ok)
-		return; /* dontcache, or no reliable snapshot: leave the file alone */
+		return; /* RWF_DONTCACHE does it, or a snapshot failed: hands off */
 	if (!d->snapping) {
 		if (end - d->run_start < RUN_MIN) {
 			if (d->run_start + RUN_MIN < d->act)
