@@ -5,6 +5,13 @@
  * resident memory are sampled from its status for SECONDS.
  *
  *   daemon_scale MADVSEQD DIR [PROCS [REGIONS [SECONDS]]]
+ *   daemon_scale --cpu MADVSEQD DIR STREAMER [LIBMADVSEQ]
+ *
+ * --cpu: the daemon's own CPU time per GB/s streamed.  STREAMER (a
+ * tests/daemon streamer) reads DIR/cpu.dat (2 GiB, evicted first) once,
+ * under LIBMADVSEQ (the daemon does the work for the shim) or, without
+ * it, found by discovery; the daemon's utime+stime over the stream is
+ * divided by the stream's GB/s.
  *
  * Every process maps one DIR/scale.dat REGIONS times (8 MiB each, all
  * pages present, so each cycle finds readers and plans, as for a stream
@@ -62,7 +69,7 @@ static int xsend(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
 	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
 }
 
-static char *status(void)
+static char *daemon_status(void)
 {
 	static char out[1 << 20];
 	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
@@ -136,6 +143,113 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer, const char *lib)
+{
+	const uint64_t size = UINT64_C(2) << 30;
+	char file[4096], conf[4096], log[4096];
+	double c0, c1, t0, t1, gbps;
+	pid_t daemon, s;
+	int fd, status;
+
+	snprintf(file, sizeof(file), "%s/cpu.dat", dir);
+	snprintf(conf, sizeof(conf), "%s/cpu.conf", dir);
+	snprintf(log, sizeof(log), "%s/cpu-daemon.log", dir);
+	snprintf(g_sock, sizeof(g_sock), "%s/cpu.sock", dir);
+	fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 1;
+	{
+		struct stat sb;
+
+		if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size < size) {
+			char *blk = malloc(1 << 20);
+
+			for (int i = 0; i < 1 << 20; i++)
+				blk[i] = (char)(rand() >> 7);
+			for (uint64_t i = 0; i < size >> 20; i++)
+				if (write(fd, blk, 1 << 20) != 1 << 20)
+					return 1;
+			free(blk);
+		}
+		fsync(fd);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+	{
+		FILE *f = fopen(conf, "w");
+
+		if (!f)
+			return 1;
+		/* Only the streamer is managed: its pid is this process's child. */
+		fprintf(f, "[daemon]\ndiscover_interval = 100ms\n[/*]\nmode = pageout\n");
+		fclose(f);
+	}
+	daemon = fork();
+	if (daemon == 0) {
+		int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		dup2(lfd, 2);
+		execl(madvseqd, madvseqd, "-s", g_sock, "-c", conf, "-l", "warning", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !daemon_status(); i++)
+		usleep(25000);
+	c0 = proc_cpu_s(daemon);
+	t0 = now_s();
+	s = fork();
+	if (s == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		if (lib) {
+			setenv("LD_PRELOAD", lib, 1);
+			setenv("MADVSEQ_SOCKET", g_sock, 1);
+		}
+		execl(streamer, streamer, file, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(s, &status, 0);
+	t1 = now_s();
+	c1 = proc_cpu_s(daemon);
+	gbps = (double)size / 1e9 / (t1 - t0);
+	printf("daemon_scale --cpu: %s streamer read 2 GiB in %.2f s (%.2f GB/s); daemon CPU %.3f s = "
+	       "%.2f%% of one core, %.2f%% of a core per GB/s (target <= 1%%)\n",
+	       lib ? "shimmed (daemon does the work)" : "unshimmed (discovery)", t1 - t0, gbps, c1 - c0,
+	       100 * (c1 - c0) / (t1 - t0), 100 * (c1 - c0) / (t1 - t0) / gbps);
+	{
+		char *st = daemon_status(), *p = st ? strstr(st, "dropped: ") : NULL;
+
+		if (p)
+			printf("daemon_scale --cpu: daemon %.*s\n", (int)strcspn(p, "\n"), p);
+	}
+	kill(daemon, SIGTERM);
+	waitpid(daemon, NULL, 0);
+	unlink(conf);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	int procs = argc > 3 ? atoi(argv[3]) : 1000;
@@ -151,13 +265,16 @@ int main(int argc, char **argv)
 	long rss_kib = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: daemon_scale MADVSEQD DIR [PROCS [REGIONS [SECONDS]]]\n");
+		fprintf(stderr, "usage: daemon_scale MADVSEQD DIR [PROCS [REGIONS [SECONDS]]]\n"
+				"       daemon_scale --cpu MADVSEQD DIR STREAMER [LIBMADVSEQ]\n");
 		return 2;
 	}
 	if (geteuid() != 0) {
 		printf("daemon_scale: needs root (process_madvise on other processes)\n");
 		return 77;
 	}
+	if (!strcmp(argv[1], "--cpu"))
+		return argc < 5 ? 2 : cpu_mode(argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL);
 	snprintf(file, sizeof(file), "%s/scale.dat", argv[2]);
 	snprintf(conf, sizeof(conf), "%s/scale.conf", argv[2]);
 	snprintf(log, sizeof(log), "%s/scale-daemon.log", argv[2]);
@@ -193,7 +310,7 @@ int main(int argc, char **argv)
 		execl(argv[1], argv[1], "-s", g_sock, "-c", conf, "-l", "warning", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 200 && !status(); i++)
+	for (int i = 0; i < 200 && !daemon_status(); i++)
 		usleep(25000);
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return 1;
@@ -217,7 +334,7 @@ int main(int argc, char **argv)
 		char *p;
 
 		usleep(100000);
-		if (!(st = status()))
+		if (!(st = daemon_status()))
 			continue;
 		if ((p = strstr(st, ", last ")))
 			samples[ns++] = atof(p + 7);
@@ -236,7 +353,7 @@ int main(int argc, char **argv)
 			fclose(f);
 		}
 	}
-	st = status();
+	st = daemon_status();
 	if (st && strstr(st, "clients: ")) {
 		char *c = strstr(st, "clients: "), *nl = strchr(c, '\n');
 
