@@ -970,8 +970,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
                     help="short run for the demo: 1 rep, 1 pass, 5 s alone, kernel+shim only")
-    ap.add_argument("--streamers", default="fio-mmap",
-                    help="comma list of %s, or 'all' (default fio-mmap)" % ",".join(STREAMERS))
+    ap.add_argument("--streamers", default=None,
+                    help="comma list of %s, or 'all' (default fio-mmap,odirect; quick: fio-mmap)"
+                    % ",".join(STREAMERS))
     ap.add_argument("--variants", default=None,
                     help="comma list of %s (default all; quick: kernel,shim)" % ",".join(VARIANTS))
     ap.add_argument("--reps", type=int, default=None, help="repetitions, interleaved (default 3; quick 1)")
@@ -1029,6 +1030,8 @@ def main():
         if len(cpus) < 2:
             ap.error("--pin needs at least 2 CPUs")
         a.victim_cpus, a.stream_cpus = {cpus[0]}, set(cpus[1:])
+    if a.streamers is None:
+        a.streamers = "fio-mmap" if q else "fio-mmap,odirect"
     kinds = list(STREAMERS) if a.streamers == "all" else [k for k in a.streamers.split(",") if k]
     variants = [v for v in a.variants.split(",") if v]
     for k in kinds:
