@@ -295,7 +295,7 @@ def stream_static_mmap(a, f, logp):
     # A statically linked mmap + MADV_SEQUENTIAL reader (tests/daemon/streamer.c,
     # built with the daemon tests): LD_PRELOAD cannot reach it, only the
     # daemon's smaps discovery can.
-    exe = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "tests", "daemon",
+    exe = os.path.join(os.path.dirname(os.path.dirname(a.lib or ".")), "tests", "daemon",
                        "daemon-streamer-static")
     return ([exe, f], None)
 
@@ -588,6 +588,9 @@ class Bench:
         if kind is not None:
             argv, _ = STREAMERS[kind][0](a, a.stream_file, logp)
             argv, env, why = VARIANTS[variant][0](a, argv, env, logp)
+            prog = argv and (argv[1] if argv[0] == "nocache" else argv[0])
+            if not why and os.path.isabs(prog) and not os.access(prog, os.X_OK):
+                why = "%s not built" % prog
             if why:
                 res["skip"] = why
                 self.results.append(res)
