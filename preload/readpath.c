@@ -48,6 +48,7 @@
 #include <unistd.h>
 #include <urcu/urcu-bp.h>
 
+#include "../common/config.h"
 #include "../common/extents.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
@@ -105,6 +106,7 @@ struct msq_fd {
 	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
 	bool inherited; /* copied by fork: no final drop at close */
 	uint64_t snap_ahead;
+	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
 	struct dir rd, wr;
 };
 
@@ -325,7 +327,8 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 			continue;
 		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
 			e += CHUNK;
-		sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED);
+		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
+			s->advised += e - c;
 		c = e - CHUNK;
 	}
 }
@@ -363,8 +366,8 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 				nanosleep(&(struct timespec){ 0, WB_POLL_NS }, NULL);
 				continue;
 			}
-			if (cs.nr_cache)
-				sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED);
+			if (cs.nr_cache && sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
+				s->advised += CHUNK;
 		}
 		c += CHUNK;
 	}
@@ -669,7 +672,7 @@ static inline bool untracked(int fd)
 	enum msq_read_mode m;
 	struct msq_fd *s;
 
-	if (msq_guard)
+	if (msq_guard || (unsigned)fd >= MSQ_FDT_MAX)
 		return true;
 	m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(m == MSQ_READ_OFF, 0) &&
@@ -1154,7 +1157,12 @@ static void forget(int fd, bool drop)
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 	}
 	if (msq_fdt_cas(fd, s, NULL) && s != MSQ_FD_IGNORED) {
+		char b[32];
+
 		urcu_bp_synchronize_rcu();
+		if (s->advised)
+			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
+				  msq_format_size(s->advised, b, sizeof(b)));
 		free_state(s);
 	}
 }
