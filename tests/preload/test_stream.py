@@ -15,7 +15,7 @@ from msqtest import (M, Workdir, cached, check, done, evict, plain_env, read_ahe
 SIZE = 256 * M
 LAG = 16 * M
 SCHED_SLACK = 24 * M
-RATE_MBPS = 400
+RATE_MBPS = 200
 
 VARIANTS = {
     # name: (client args, extra env, readers)
