@@ -10,7 +10,7 @@ CLIENT=$1
 F=$WORK/f
 make_file "$F" 48
 
-for sc in short vec errors odirect pipe socket eintr fork vfork threads dup write; do
+for sc in short vec errors odirect pipe socket eintr fork vfork threads dup shuffle write; do
 	arg=$F
 	[ $sc = write ] && arg=$WORK/w
 	evict "$F"
@@ -37,6 +37,24 @@ expect_whole "$F" "O_DIRECT reader"
 evict "$F"
 shim "$CLIENT" fork "$F" > /dev/null
 expect_streamed "$F" "fork: parent half, child half"
+
+# Advice that takes the stream back: nothing dropped.  (Cold start: all
+# the file read stays cached, as without the shim.)
+for adv in normal random willneed; do
+	evict "$F"
+	warm_ref=$(size "$F")
+	shim "$CLIENT" stop "$F" $adv > /dev/null
+	c=$(cached "$F")
+	if [ "$c" -ge $((warm_ref - (512 << 10))) ]; then ok "SEQUENTIAL then ${adv}: nothing dropped"
+	else fail "SEQUENTIAL then ${adv}: $(mib "$c") of $(mib "$warm_ref") cached"; fi
+done
+
+# Reads that are not sequential are not a stream: nothing dropped.
+evict "$F"
+shim MADVSEQ_READ=all "$CLIENT" shuffle "$F" > /dev/null
+c=$(cached "$F")
+if [ "$c" -ge $(($(size "$F") - (512 << 10))) ]; then ok "shuffled 1 MiB preads: nothing dropped"
+else fail "shuffled 1 MiB preads: $(mib "$c") cached"; fi
 
 # A vfork child's read and close leave the parent's state alone.
 evict "$F"

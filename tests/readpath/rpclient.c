@@ -6,7 +6,8 @@
  *
  *   rpclient SCENARIO FILE
  * Scenarios: short, vec, errors, odirect, pipe, socket, eintr, fork,
- * threads, vfork, dup, write FILE (writes 64 MiB, prints its hash).
+ * threads, vfork, dup, shuffle, stop FILE normal|random|willneed,
+ * write FILE (writes 64 MiB, prints its hash).
  */
 #ifndef _GNU_SOURCE
 #ifndef _GNU_SOURCE
@@ -266,6 +267,45 @@ static void sc_vfork(const char *path)
 	close(fd);
 }
 
+/* SEQUENTIAL, then another advice (argv[3]: normal, random, willneed),
+ * then the whole file: the program takes it back, nothing is dropped. */
+static void sc_stop(const char *path, const char *advice)
+{
+	static char buf[1 << 17];
+	int fd = open_seq(path, O_RDONLY);
+	int adv = !strcmp(advice, "random") ? POSIX_FADV_RANDOM
+		  : !strcmp(advice, "willneed") ? POSIX_FADV_WILLNEED : POSIX_FADV_NORMAL;
+	uint64_t h = H0;
+	ssize_t n;
+
+	printf("%s=%d\n", advice, posix_fadvise(fd, 0, adv == POSIX_FADV_WILLNEED ? 4096 : 0, adv));
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		h = fnv(h, buf, (size_t)n);
+	printf("stop: hash=%016llx\n", (unsigned long long)h);
+	close(fd);
+}
+
+/* Every 1 MiB block once, in a shuffled order: not a stream. */
+static void sc_shuffle(const char *path)
+{
+	static char buf[1 << 20];
+	int fd = open_seq(path, O_RDONLY);
+	struct stat sb;
+	uint64_t h = 0, nb;
+
+	fstat(fd, &sb);
+	nb = (uint64_t)sb.st_size >> 20;
+	for (uint64_t i = 0; i < nb; i++) {
+		uint64_t b = (i * 7919) % nb; /* a permutation when nb is not a multiple of 7919 */
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)(b << 20));
+
+		if (n > 0)
+			h += fnv(H0, buf, (size_t)n); /* order-independent */
+	}
+	printf("shuffle: blocks=%llu sum=%016llx\n", (unsigned long long)nb, (unsigned long long)h);
+	close(fd);
+}
+
 struct part {
 	int fd;
 	off_t off, len;
@@ -373,6 +413,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(sc, "fork")) sc_fork(f);
 	else if (!strcmp(sc, "threads")) sc_threads(f);
 	else if (!strcmp(sc, "vfork")) sc_vfork(f);
+	else if (!strcmp(sc, "stop")) sc_stop(f, argc > 3 ? argv[3] : "normal");
+	else if (!strcmp(sc, "shuffle")) sc_shuffle(f);
 	else if (!strcmp(sc, "dup")) sc_dup(f);
 	else if (!strcmp(sc, "write")) sc_write(f);
 	else {
