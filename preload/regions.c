@@ -133,19 +133,27 @@ static void region_free(struct msq_region *r)
 	free(r);
 }
 
-static struct msq_region *region_clip(const struct msq_region *src, uint64_t start, uint64_t end)
+/* A new region with src's identity and an empty stream. */
+static struct msq_region *region_like(const struct msq_region *src)
 {
 	struct msq_region *r;
 
 	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
 		return NULL;
-	if (msq_stream_clip(&r->s, &src->s, start, end) < 0) {
-		free(r);
-		return NULL;
-	}
 	r->id = src->id;
 	r->delegated = src->delegated;
 	r->kernel = src->kernel;
+	return r;
+}
+
+static struct msq_region *region_clip(const struct msq_region *src, uint64_t start, uint64_t end)
+{
+	struct msq_region *r = region_like(src);
+
+	if (r && msq_stream_clip(&r->s, &src->s, start, end) < 0) {
+		free(r);
+		return NULL;
+	}
 	return r;
 }
 
@@ -186,6 +194,9 @@ static int merge_into(struct msq_region *r, const struct msq_region *old)
 	for (size_t i = 0; i < o->cursors.n; i++)
 		if ((rc = msq_extents_add(&s->cursors, o->cursors.v[i].start, o->cursors.v[i].end)) < 0)
 			return rc;
+	for (size_t i = 0; i < o->written.n; i++)
+		if ((rc = msq_extents_add(&s->written, o->written.v[i].start, o->written.v[i].end)) < 0)
+			return rc;
 	if (o->start < s->start) {
 		s->file_off -= s->start - o->start;
 		s->start = o->start;
@@ -200,216 +211,209 @@ static int merge_into(struct msq_region *r, const struct msq_region *old)
 	return 0;
 }
 
+/*
+ * A change to the table, built aside and published at once.  Regions that
+ * leave the table are either "gone" (retire() sees them: whole regions, or
+ * the parts of split ones that go) or "replaced" (split or merged: their
+ * state lives on in new pieces).  Pieces made for the change are freed
+ * instead of published if it fails, and the table is then as it was.
+ */
+struct change {
+	struct builder next;
+	struct msq_region **made, **gone, **replaced;
+	size_t nmade, ngone, nreplaced;
+};
+
+static int change_begin(struct change *c)
+{
+	size_t n = msq_regions_count() + 1;
+
+	*c = (struct change){ 0 };
+	if (MSQ_FAULT("madvseq/alloc") || !(c->made = calloc(3 * n, sizeof(*c->made))) ||
+	    !(c->gone = calloc(n, sizeof(*c->gone))) ||
+	    !(c->replaced = calloc(n, sizeof(*c->replaced)))) {
+		free(c->made);
+		free(c->gone);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void change_end(struct change *c)
+{
+	free(c->made);
+	free(c->gone);
+	free(c->replaced);
+	free(c->next.v);
+}
+
+/* A new piece [start, end) of o; into the next table if keep, else gone. */
+static struct msq_region *change_piece(struct change *c, const struct msq_region *o,
+				       uint64_t start, uint64_t end, bool keep)
+{
+	struct msq_region *r = region_clip(o, start, end);
+
+	if (!r)
+		return NULL;
+	c->made[c->nmade++] = r;
+	if (!keep)
+		c->gone[c->ngone++] = r;
+	else if (push(&c->next, r) < 0)
+		return NULL;
+	return r;
+}
+
+static int change_commit(struct change *c, void (*retire)(struct msq_region *, void *), void *arg)
+{
+	int rc = publish(&c->next);
+
+	if (rc < 0) {
+		for (size_t i = 0; i < c->nmade; i++)
+			region_free(c->made[i]);
+	} else {
+		for (size_t i = 0; i < c->ngone; i++) {
+			if (retire)
+				retire(c->gone[i], arg);
+			region_free(c->gone[i]);
+		}
+		for (size_t i = 0; i < c->nreplaced; i++)
+			region_free(c->replaced[i]);
+	}
+	change_end(c);
+	return rc;
+}
+
+static int change_abort(struct change *c)
+{
+	for (size_t i = 0; i < c->nmade; i++)
+		region_free(c->made[i]);
+	change_end(c);
+	return -ENOMEM;
+}
+
 int msq_regions_insert(struct msq_region *r)
 {
-	struct builder b = { 0 };
-	struct msq_region **merged = NULL, **trimmed = NULL;
-	size_t nm = 0, nt = 0, n = msq_regions_count();
-	int rc = -ENOMEM;
+	struct change c;
 
 	r->id = g_next_id++;
-	if (n && (MSQ_FAULT("madvseq/alloc") || !(merged = calloc(n, sizeof(*merged))) ||
-		  !(trimmed = calloc(2 * n, sizeof(*trimmed)))))
-		goto fail;
-	for (size_t i = 0; i < n; i++) {
+	if (change_begin(&c) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < msq_regions_count(); i++) {
 		struct msq_region *o = g_table->e[i].r;
 		bool touches = o->s.start <= r->s.end && o->s.end >= r->s.start;
 		bool overlaps = o->s.start < r->s.end && o->s.end > r->s.start;
 
 		if (touches && compatible(&o->s, &r->s)) {
 			if (merge_into(r, o) < 0)
-				goto fail;
-			merged[nm++] = o;
+				return change_abort(&c); /* r is the caller's to free */
+			c.replaced[c.nreplaced++] = o;
 		} else if (overlaps) {
 			/* A different mapping now: keep only o's parts outside r. */
-			struct msq_region *left = NULL, *right = NULL;
-
-			if (o->s.start < r->s.start && !(left = region_clip(o, o->s.start, r->s.start)))
-				goto fail;
-			if (o->s.end > r->s.end && !(right = region_clip(o, r->s.end, o->s.end))) {
-				if (left)
-					region_free(left);
-				goto fail;
-			}
-			if ((left && push(&b, left) < 0) || (right && push(&b, right) < 0)) {
-				if (left)
-					region_free(left);
-				if (right)
-					region_free(right);
-				goto fail;
-			}
-			if (left)
-				trimmed[nt++] = left;
-			if (right)
-				trimmed[nt++] = right;
-			merged[nm++] = o;
-		} else if (push(&b, o) < 0) {
-			goto fail;
+			if ((o->s.start < r->s.start && !change_piece(&c, o, o->s.start, r->s.start, true)) ||
+			    (o->s.end > r->s.end && !change_piece(&c, o, r->s.end, o->s.end, true)))
+				return change_abort(&c);
+			c.replaced[c.nreplaced++] = o;
+		} else if (push(&c.next, o) < 0) {
+			return change_abort(&c);
 		}
 	}
-	if (push(&b, r) < 0 || publish(&b) < 0)
-		goto fail;
-	for (size_t i = 0; i < nm; i++)
-		region_free(merged[i]);
-	rc = 0;
-	goto out;
-fail:
-	/* Undo: nothing was published.  r may hold merged state; the caller
-	 * frees it.  Trimmed copies are ours. */
-	for (size_t i = 0; i < nt; i++)
-		region_free(trimmed[i]);
-out:
-	free(merged);
-	free(trimmed);
-	free(b.v);
-	return rc;
+	if (push(&c.next, r) < 0)
+		return change_abort(&c);
+	return change_commit(&c, NULL, NULL);
 }
 
 int msq_regions_remove(uint64_t start, uint64_t end,
 		       void (*retire)(struct msq_region *part, void *arg), void *arg)
 {
-	struct builder b = { 0 };
-	/* retired: parts handed to retire() then freed; split: originals
-	 * freed silently; made: new pieces, freed only on failure. */
-	struct msq_region **retired = NULL, **split = NULL, **made = NULL;
-	size_t nr = 0, ns = 0, nmade = 0, n = msq_regions_count();
-	int rc = -ENOMEM;
+	struct change c;
 
-	if (!n)
+	if (!msq_regions_count())
 		return 0;
-	if (MSQ_FAULT("madvseq/alloc") || !(retired = calloc(n, sizeof(*retired))) ||
-	    !(split = calloc(n, sizeof(*split))) || !(made = calloc(3 * n, sizeof(*made))))
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct msq_region *o = g_table->e[i].r, *keep[2] = { NULL, NULL }, *part;
-		uint64_t ps, pe;
+	if (change_begin(&c) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < msq_regions_count(); i++) {
+		struct msq_region *o = g_table->e[i].r, *left = NULL, *right = NULL;
+		uint64_t ps = o->s.start > start ? o->s.start : start;
+		uint64_t pe = o->s.end < end ? o->s.end : end;
 
-		if (o->s.end <= start || o->s.start >= end) {
-			if (push(&b, o) < 0)
-				goto fail;
+		if (ps >= pe) {
+			if (push(&c.next, o) < 0)
+				return change_abort(&c);
 			continue;
 		}
-		ps = o->s.start > start ? o->s.start : start;
-		pe = o->s.end < end ? o->s.end : end;
 		if (ps == o->s.start && pe == o->s.end) {
-			retired[nr++] = o; /* the whole region goes, with its stats */
+			c.gone[c.ngone++] = o; /* the whole region goes, with its stats */
 			continue;
 		}
-		if (!(part = region_clip(o, ps, pe)))
-			goto fail;
-		made[nmade++] = part;
-		if (o->s.start < ps && !(keep[0] = made[nmade++] = region_clip(o, o->s.start, ps)))
-			goto fail;
-		if (o->s.end > pe && !(keep[1] = made[nmade++] = region_clip(o, pe, o->s.end)))
-			goto fail;
+		if (!change_piece(&c, o, ps, pe, false) ||
+		    (o->s.start < ps && !(left = change_piece(&c, o, o->s.start, ps, true))) ||
+		    (o->s.end > pe && !(right = change_piece(&c, o, pe, o->s.end, true))))
+			return change_abort(&c);
 		/* The cumulative stats stay with one surviving piece. */
-		(keep[0] ? keep[0] : keep[1])->s.st = o->s.st;
-		for (int k = 0; k < 2; k++)
-			if (keep[k] && push(&b, keep[k]) < 0)
-				goto fail;
-		retired[nr++] = part;
-		split[ns++] = o;
+		(left ? left : right)->s.st = o->s.st;
+		c.replaced[c.nreplaced++] = o;
 	}
-	if (publish(&b) < 0)
-		goto fail;
-	for (size_t i = 0; i < nr; i++) {
-		if (retire)
-			retire(retired[i], arg);
-		region_free(retired[i]);
+	return change_commit(&c, retire, arg);
+}
+
+/* o's part [ps, pe), moved to [ns, ne) (mremap), as a piece of c. */
+static struct msq_region *change_moved_piece(struct change *c, const struct msq_region *o,
+					     uint64_t ps, uint64_t pe, uint64_t ns, uint64_t ne)
+{
+	struct msq_region *part = region_clip(o, ps, pe), *r = region_like(o);
+
+	if (!part || !r || msq_stream_move(&r->s, &part->s, ns, ne) < 0) {
+		if (r)
+			region_free(r); /* its stream is empty or complete: both free */
+		r = NULL;
 	}
-	for (size_t i = 0; i < ns; i++)
-		region_free(split[i]);
-	rc = 0;
-	goto out;
-fail:
-	for (size_t i = 0; i < nmade; i++)
-		if (made[i])
-			region_free(made[i]);
-out:
-	free(retired);
-	free(split);
-	free(made);
-	free(b.v);
-	return rc;
+	if (part)
+		region_free(part);
+	if (!r)
+		return NULL;
+	r->s.st = o->s.st;
+	c->made[c->nmade++] = r;
+	return push(&c->next, r) < 0 ? NULL : r;
 }
 
 int msq_regions_move(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
 		     bool keep_old)
 {
-	struct builder b = { 0 };
-	struct msq_region **gone = NULL, **made = NULL;
-	size_t ng = 0, nmade = 0, n = msq_regions_count();
 	uint64_t old_end = old + old_len;
-	int rc = -ENOMEM;
+	struct change c;
 
-	if (!n)
+	if (!msq_regions_count())
 		return 0;
-	if (MSQ_FAULT("madvseq/alloc") || !(gone = calloc(n, sizeof(*gone))) ||
-	    !(made = calloc(3 * n, sizeof(*made))))
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct msq_region *o = g_table->e[i].r, *piece[3] = { NULL, NULL, NULL }, *mid;
-		uint64_t ps, pe, ns, ne;
+	if (change_begin(&c) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < msq_regions_count(); i++) {
+		struct msq_region *o = g_table->e[i].r;
+		uint64_t ps = o->s.start > old ? o->s.start : old;
+		uint64_t pe = o->s.end < old_end ? o->s.end : old_end;
+		uint64_t ns = new_addr + (ps - old), ne;
 
-		if (o->s.end <= old || o->s.start >= old_end) {
-			if (push(&b, o) < 0)
-				goto fail;
+		if (ps >= pe) {
+			if (push(&c.next, o) < 0)
+				return change_abort(&c);
 			continue;
 		}
-		ps = o->s.start > old ? o->s.start : old;
-		pe = o->s.end < old_end ? o->s.end : old_end;
-		ns = new_addr + (ps - old);
+		/* A region that reached the old end grows (or shrinks) with it. */
 		ne = pe == old_end ? new_addr + new_len : new_addr + (pe - old);
 		if (ne > new_addr + new_len)
 			ne = new_addr + new_len;
-		if (keep_old) {
-			if (!(made[nmade++] = piece[0] = region_clip(o, o->s.start, o->s.end)))
-				goto fail;
+		if (keep_old) { /* MREMAP_DONTUNMAP: the old range stays mapped */
+			if (push(&c.next, o) < 0)
+				return change_abort(&c);
 		} else {
-			if (o->s.start < ps && !(made[nmade++] = piece[0] = region_clip(o, o->s.start, ps)))
-				goto fail;
-			if (o->s.end > pe && !(made[nmade++] = piece[1] = region_clip(o, pe, o->s.end)))
-				goto fail;
+			if ((o->s.start < ps && !change_piece(&c, o, o->s.start, ps, true)) ||
+			    (o->s.end > pe && !change_piece(&c, o, pe, o->s.end, true)))
+				return change_abort(&c);
+			c.replaced[c.nreplaced++] = o;
 		}
-		if (ns < ne) {
-			struct msq_stream tmp;
-			int mrc;
-
-			if (MSQ_FAULT("madvseq/alloc") || !(mid = calloc(1, sizeof(*mid))))
-				goto fail;
-			made[nmade++] = piece[2] = mid;
-			/* Clip to what moved, then shift (and grow) it. */
-			if (msq_stream_clip(&tmp, &o->s, ps, pe) < 0)
-				goto fail;
-			mrc = msq_stream_move(&mid->s, &tmp, ns, ne);
-			msq_stream_free(&tmp);
-			if (mrc < 0)
-				goto fail;
-			mid->s.st = o->s.st;
-			mid->id = o->id;
-			mid->delegated = o->delegated;
-			mid->kernel = o->kernel;
-		}
-		for (int k = 0; k < 3; k++)
-			if (piece[k] && push(&b, piece[k]) < 0)
-				goto fail;
-		gone[ng++] = o;
+		if (ns < ne && !change_moved_piece(&c, o, ps, pe, ns, ne))
+			return change_abort(&c);
 	}
-	if (publish(&b) < 0)
-		goto fail;
-	for (size_t i = 0; i < ng; i++)
-		region_free(gone[i]);
-	rc = 0;
-	goto out;
-fail:
-	for (size_t i = 0; i < nmade; i++)
-		if (made[i])
-			region_free(made[i]);
-out:
-	free(gone);
-	free(made);
-	free(b.v);
-	return rc;
+	return change_commit(&c, NULL, NULL);
 }
 
 void msq_regions_clear(void (*retire)(struct msq_region *part, void *arg), void *arg)

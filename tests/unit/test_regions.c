@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The region table: insert/merge/split/remove/move, and lock-free lookups
  * that never see a torn table while writers change it. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "regions.h"
+
+#ifdef FIU_ENABLE
+#include <fiu-control.h>
+#include <fiu.h>
+#endif
 
 #define M (UINT64_C(1) << 20)
 #define BASE UINT64_C(0x7f0000000000)
@@ -119,6 +125,54 @@ int main(void)
 		pthread_join(th[i], NULL);
 	CHECK(lookups > 0);
 	CHECK_EQ(bad_lookups, 0);
+
+#ifdef FIU_ENABLE
+	/* Allocation failures: a failed change leaves the table as it was. */
+	fiu_init(0);
+	fiu_enable_random("madvseq/alloc", 1, NULL, 0, 0.3);
+	int failed_changes = 0;
+
+	for (int i = 0; i < 2000; i++) {
+		uint64_t a = BASE + (uint64_t)(rand() % 2048) * M, before[64][2];
+		size_t n;
+		int rc;
+
+		msq_regions_lock();
+		n = msq_regions_count() < 64 ? msq_regions_count() : 64;
+		for (size_t k = 0; k < n; k++) {
+			before[k][0] = msq_regions_at(k)->s.start;
+			before[k][1] = msq_regions_at(k)->s.end;
+		}
+		if (i % 3 == 2) {
+			rc = msq_regions_remove(a, a + (uint64_t)(rand() % 64 + 1) * M, NULL, NULL);
+		} else if (i % 3 == 1) {
+			rc = msq_regions_move(a, 8 * M, a + 4096 * M, 16 * M, false);
+		} else {
+			struct msq_region *nr = calloc(1, sizeof(*nr));
+
+			if (!nr)
+				break;
+			msq_stream_init(&nr->s, a, a + 8 * M, a - BASE, 1, 1, NULL, true, false,
+					MSQ_MODE_PAGEOUT, true);
+			rc = msq_regions_insert(nr);
+			if (rc < 0) {
+				msq_stream_free(&nr->s);
+				free(nr);
+			}
+		}
+		if (rc < 0) {
+			failed_changes++;
+			CHECK(rc == -ENOMEM);
+			CHECK(msq_regions_count() >= n);
+			for (size_t k = 0; k < n; k++)
+				CHECK(msq_regions_at(k)->s.start == before[k][0] &&
+				      msq_regions_at(k)->s.end == before[k][1]);
+		}
+		msq_regions_unlock();
+	}
+	fiu_disable("madvseq/alloc");
+	CHECK(failed_changes > 0);
+#endif
 
 	/* The table stays sorted and disjoint. */
 	msq_regions_lock();
