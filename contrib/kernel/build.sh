@@ -53,8 +53,9 @@ if [ ! -f "$pristine/Makefile" ]; then
 fi
 
 # The patched tree is rebuilt from the pristine one whenever the series
-# changes; cp -p keeps the timestamps of files the series does not touch, so
-# make only rebuilds what the patches change.
+# changes: a copy made of hard links (patch(1) replaces the files it
+# changes, so the pristine tree stays pristine) that keeps the timestamps of
+# files the series does not touch, so make only rebuilds what changed.
 patches=$(ls "$here"/patches/*.patch)
 if [ -n "${MADVSEQ_KERNEL_SERIES:-}" ]; then
 	patches=$(echo "$patches" | head -n "$MADVSEQ_KERNEL_SERIES")
@@ -66,7 +67,7 @@ src=$cache/src
 if [ "$(cat "$src/.msq-series" 2>/dev/null)" != "$series_sum" ]; then
 	log "applying patches"
 	rm -rf "$src.tmp"
-	cp -a "$pristine" "$src.tmp"
+	cp -al "$pristine" "$src.tmp" 2>/dev/null || cp -a "$pristine" "$src.tmp"
 	for p in $patches; do
 		log "  $(basename "$p")"
 		patch -d "$src.tmp" -p1 -s --no-backup-if-mismatch < "$p"
