@@ -69,6 +69,9 @@ struct msqd_client {
 	struct msqd_cg *cg;
 	struct msq_engine eng; /* pidfd and the client's pagemap */
 	int statfd;            /* /proc/PID/stat: page-fault counters */
+	int schedfd;           /* /proc/PID/schedstat: time on CPU */
+	uint64_t runtime;      /* of the main thread, at the last stat read */
+	long threads;          /* from stat; schedstat covers one thread only */
 	uint64_t faults;       /* minflt + majflt at the last full cycle */
 	uint64_t full_ns;      /* when its regions were last cycled */
 	bool busy;             /* the last cycle dropped something or failed */

@@ -114,7 +114,7 @@ struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid
 	c->pid = pid;
 	c->uid = uid;
 	c->since_ns = d->now_ns;
-	c->statfd = -1;
+	c->statfd = c->schedfd = -1;
 	msq_engine_init(&c->eng, pidfd, MSQ_DEFAULT_LAG);
 	c->wsock = (struct msqd_watch){ MSQD_W_SOCK, c };
 	c->wpid = (struct msqd_watch){ MSQD_W_PIDFD, c };
@@ -161,6 +161,8 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 
 		snprintf(stat, sizeof(stat), "%s/%d/stat", d->proc_root, (int)c->pid);
 		c->statfd = open(stat, O_RDONLY | O_CLOEXEC);
+		snprintf(stat, sizeof(stat), "%s/%d/schedstat", d->proc_root, (int)c->pid);
+		c->schedfd = open(stat, O_RDONLY | O_CLOEXEC);
 	}
 	/* Opened while the pidfd's process is alive: the pid named that
 	 * process, not a later one with the same number. */
@@ -193,6 +195,8 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	msq_pagemap_close(&c->eng.pm);
 	if (c->statfd >= 0)
 		close(c->statfd);
+	if (c->schedfd >= 0)
+		close(c->schedfd);
 	msq_engine_free(&c->eng);
 	if (c->prev)
 		c->prev->next = c->next;

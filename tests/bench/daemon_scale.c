@@ -110,10 +110,14 @@ static void child(const char *file, int regions, int ready)
 	char buf[256];
 	int fd = open(file, O_RDONLY | O_CLOEXEC), s;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || (s = conn()) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0 || (s = conn()) < 0) {
+		fprintf(stderr, "daemon_scale: pid %d: cannot connect: %s\n", (int)getpid(), strerror(errno));
 		_exit(1);
-	if (xsend(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0)
+	}
+	if (xsend(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0) {
+		fprintf(stderr, "daemon_scale: pid %d: no welcome\n", (int)getpid());
 		_exit(1);
+	}
 	for (int i = 0; i < regions; i++) {
 		void *p = mmap(NULL, REGION, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
 			       (off_t)i * REGION);
@@ -122,13 +126,16 @@ static void child(const char *file, int regions, int ready)
 			.dev = st.st_dev, .ino = st.st_ino, .offset = (uint64_t)i * REGION,
 			.flags = MSQ_REGION_SHARED,
 		};
-		struct msq_msg_result res;
+		struct msq_msg_result res = { 0 };
 
 		if (p == MAP_FAILED || madvise(p, REGION, MADV_SEQUENTIAL) < 0)
 			_exit(1);
 		if (xsend(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
-		    recv(s, &res, sizeof(res), 0) != sizeof(res) || res.status != 0)
+		    recv(s, &res, sizeof(res), 0) != sizeof(res) || res.status != 0) {
+			fprintf(stderr, "daemon_scale: pid %d: region %d not registered: %s\n",
+				(int)getpid(), i, res.status ? strerror(-res.status) : strerror(errno));
 			_exit(2);
+		}
 	}
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
@@ -300,7 +307,9 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	rl.rlim_cur = rl.rlim_max = (rlim_t)procs * 4 + 256;
+	/* The daemon inherits it: five descriptors per client (socket, pidfd,
+	 * pagemap, stat, schedstat). */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)procs * 6 + 256;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	daemon = fork();
 	if (daemon == 0) {
