@@ -26,6 +26,19 @@
 #define KPF_REFERENCED 2
 #define KPF_ACTIVE 6
 #define BATCH 512
+#define SPAN 1024
+
+struct frame {
+	uint64_t pfn;
+	uint32_t idx; /* page index in the batch */
+};
+
+static int cmp_frame(const void *a, const void *b)
+{
+	const struct frame *x = a, *y = b;
+
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
 
 void msqd_refs_init(struct msqd *d)
 {
@@ -87,7 +100,10 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 {
 	struct msqd *d = arg;
 	struct msqd_client *c = d->cur;
-	uint64_t pm[BATCH], fl[BATCH], cnt[BATCH], kept = 0;
+	static uint64_t pm[BATCH], fl[SPAN], cnt[SPAN];
+	static struct frame fr[BATCH];
+	uint64_t kept = 0;
+	size_t nf;
 	struct msq_extents keep = MSQ_EXTENTS_INIT;
 	int rc = 0;
 
@@ -105,33 +121,39 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 			      : pread(e->pm.fd, pm, n * 8, (off_t)(a / 4096 * 8));
 			if (got != (ssize_t)(n * 8))
 				unknown = a;
-			/* Runs of consecutive frames: one read of each kpage file
-			 * per run (large folios make long runs). */
-			for (size_t j = 0; j < n && !unknown && rc == 0;) {
+			/* Frames of a file read in order lie close together: sort
+			 * this batch's frames and read each kpage file once per
+			 * span of up to SPAN frames, not once per page. */
+			nf = 0;
+			for (size_t j = 0; j < n && !unknown; j++) {
 				uint64_t pfn = pm[j] & MSQ_PM_PFN_MASK;
-				size_t k = j + 1;
 
-				if (!(pm[j] & MSQ_PM_PRESENT) || !(pm[j] & MSQ_PM_FILE)) {
-					j++;
+				if (!(pm[j] & MSQ_PM_PRESENT) || !(pm[j] & MSQ_PM_FILE))
 					continue;
-				}
 				if (!pfn) {
 					refs_lost(d, "page frame numbers are hidden (needs CAP_SYS_ADMIN)");
 					goto out;
 				}
-				while (k < n && (pm[k] & MSQ_PM_PRESENT) && (pm[k] & MSQ_PM_FILE) &&
-				       (pm[k] & MSQ_PM_PFN_MASK) == pfn + (k - j))
+				fr[nf++] = (struct frame){ pfn, (uint32_t)j };
+			}
+			qsort(fr, nf, sizeof(*fr), cmp_frame);
+			for (size_t j = 0; j < nf && !unknown && rc == 0;) {
+				uint64_t first = fr[j].pfn;
+				size_t k = j + 1, span;
+
+				while (k < nf && fr[k].pfn - first < SPAN)
 					k++;
-				if (read_entries(d->kpageflags_fd, pfn, fl, k - j) < 0 ||
-				    read_entries(d->kpagecount_fd, pfn, cnt, k - j) < 0) {
+				span = (size_t)(fr[k - 1].pfn - first + 1);
+				if (read_entries(d->kpageflags_fd, first, fl, span) < 0 ||
+				    read_entries(d->kpagecount_fd, first, cnt, span) < 0) {
 					unknown = a;
 					break;
 				}
 				for (size_t x = j; x < k; x++) {
-					uint64_t f = fl[x - j];
-					uint64_t pa = a + x * 4096;
+					uint64_t f = fl[fr[x].pfn - first];
+					uint64_t pa = a + (uint64_t)fr[x].idx * 4096;
 
-					if (cnt[x - j] > 1 || f & (1ULL << KPF_ACTIVE) ||
+					if (cnt[fr[x].pfn - first] > 1 || f & (1ULL << KPF_ACTIVE) ||
 					    f & (1ULL << KPF_REFERENCED)) {
 						if ((rc = msq_extents_add(&keep, pa, pa + 4096)) < 0)
 							break;

@@ -150,6 +150,8 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double g_utime, g_stime;
+
 static double proc_cpu_s(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -169,6 +171,8 @@ static double proc_cpu_s(pid_t pid)
 	if (!(p = strrchr(buf, ')')) ||
 	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
+	g_utime = (double)ut / (double)sysconf(_SC_CLK_TCK);
+	g_stime = (double)st / (double)sysconf(_SC_CLK_TCK);
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -209,8 +213,24 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 
 		if (!f)
 			return 1;
-		/* Only the streamer is managed: its pid is this process's child. */
-		fprintf(f, "[daemon]\ndiscover_interval = 100ms\n[/*]\nmode = pageout\n");
+		/* Only this cgroup (the streamer's): discovery must not reach
+		 * other programs of the machine. */
+		char cg[4096] = "/", line[4200];
+		FILE *self = fopen("/proc/self/cgroup", "re");
+
+		while (self && fgets(line, sizeof(line), self)) {
+			char *k1 = strchr(line, ':'), *c2 = k1 ? strchr(k1 + 1, ':') : NULL;
+
+			if (c2 && (strstr(k1, ":memory:") == k1 || strstr(k1, ",memory:") || strstr(k1, ":memory,"))) {
+				snprintf(cg, sizeof(cg), "%s", c2 + 1);
+				cg[strcspn(cg, "\n")] = '\0';
+			}
+		}
+		if (self)
+			fclose(self);
+		fprintf(f, "[daemon]\ndiscover_interval = 100ms\n[bench]\nmatch = %s\nmode = pageout\n"
+			   "discover = %s\nstrong_refs = %s\n", cg, lib ? "no" : "yes",
+			getenv("DAEMON_SCALE_REFS") ? getenv("DAEMON_SCALE_REFS") : "yes");
 		fclose(f);
 	}
 	daemon = fork();
@@ -224,6 +244,7 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	for (int i = 0; i < 200 && !daemon_status(); i++)
 		usleep(25000);
 	c0 = proc_cpu_s(daemon);
+	double u0 = g_utime, s0 = g_stime;
 	t0 = now_s();
 	s = fork();
 	if (s == 0) {
@@ -245,6 +266,8 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	       "%.2f%% of one core, %.2f%% of a core per GB/s (target <= 1%%)\n",
 	       lib ? "shimmed (daemon does the work)" : "unshimmed (discovery)", t1 - t0, gbps, c1 - c0,
 	       100 * (c1 - c0) / (t1 - t0), 100 * (c1 - c0) / (t1 - t0) / gbps);
+	printf("daemon_scale --cpu: of which user %.3f s, system %.3f s (system time includes the "
+	       "reclaim MADV_PAGEOUT does in the caller's context)\n", g_utime - u0, g_stime - s0);
 	{
 		char *st = daemon_status(), *p = st ? strstr(st, "dropped: ") : NULL;
 

@@ -357,6 +357,7 @@ static int many(int n, const char *file)
 	printf("%d/%d clients registered; daemon reports %ld clients\n", ok, n, c);
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
+	free(fds);
 	return ok == n && c >= n ? 0 : 1;
 }
 

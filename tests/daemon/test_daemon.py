@@ -48,6 +48,10 @@ class Daemon:
             f.write(conf)
         self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
         self.env = env or plain_env()
+        if prefix:
+            # fiu-run preloads its library ahead of a sanitizer runtime
+            self.env["ASAN_OPTIONS"] = (self.env.get("ASAN_OPTIONS", "") +
+                                        ":verify_asan_link_order=0").lstrip(":")
         self.p = None
         self.start()
 
