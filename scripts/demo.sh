@@ -3,8 +3,9 @@
 # of the interference scenario (DESIGN.md) and prints the side-by-side table:
 # a random-read victim alone, with an MADV_SEQUENTIAL streamer in the same
 # 1 GiB memory cgroup (the kernel alone), and with the streamer under
-# libmadvseq.  Takes about 2-3 minutes (most of it writing the 4.5 GiB of test
-# files, which need a disk filesystem, not tmpfs).
+# libmadvseq (3 short reps, medians).  Takes about 3 minutes, a third of it
+# building and writing the 4.5 GiB of test files (they need a disk
+# filesystem, not tmpfs).
 #
 #   scripts/demo.sh [--dir DIR] [any tests/bench/interference.py option]
 #

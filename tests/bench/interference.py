@@ -989,7 +989,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="short run for the demo: 1 rep, 1 pass, 5 s alone, kernel+shim only")
+                    help="short run for the demo: 1 pass, 5 s alone, fio-mmap kernel+shim only")
     ap.add_argument("--streamers", default=None,
                     help="comma list of %s, or 'all' (default fio-mmap,odirect; quick: fio-mmap)"
                     % ",".join(STREAMERS))
@@ -1038,7 +1038,7 @@ def main():
     a = ap.parse_args()
 
     q = a.quick
-    a.reps = a.reps or (1 if q else 3)
+    a.reps = a.reps or 3         # quick too: one rep is at the mercy of other load
     a.passes = a.passes or (1 if q else 2)
     a.alone_seconds = a.alone_seconds or (5 if q else 10)
     a.cost_runs = a.cost_runs or (8 if q else 16)
