@@ -259,7 +259,11 @@ void msq_engine_exit_flush(void)
 			break;
 		if (!r->delegated && !r->kernel)
 			msq_stream_drop_all_on_exit(&r->s);
+		account(r);
 	}
+	/* Best effort: formatting numbers does not allocate in glibc. */
+	if (msq_cfg.stats_path[0])
+		write_stats();
 	/* Left locked: the process ends now, and nothing may start another
 	 * operation on the table meanwhile. */
 }
