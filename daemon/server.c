@@ -151,11 +151,10 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 		return rc;
 	if ((rc = msq_pagemap_open(&c->eng.pm, d->proc_root, c->pid, 0)) < 0)
 		return rc;
-	/* Windows around the readers instead of PAGEMAP_SCAN over whole
-	 * regions: the scan walks every page table entry of a region each
-	 * cycle, which for thousands of regions (or gigabytes of one) costs
-	 * far more than reading the entries near the readers. */
-	c->eng.pm.scan = false;
+	/* PAGEMAP_SCAN over whole regions, as the shim does: it finds a
+	 * reader wherever it is at once (windowed reads sweep 32 MiB a cycle,
+	 * so a reader far into a region handed over late would be found many
+	 * cycles later).  Idle clients are not scanned at all (manage.c). */
 	{
 		char stat[256];
 
