@@ -30,7 +30,7 @@ if [ ! -f "$cache/bzImage" ] || [ ! -f "$cache/initramfs.cpio.gz" ] ||
 		echo "run-qemu.sh: no kernel built in $cache; run contrib/kernel/build.sh first"
 		exit 77
 	fi
-	echo "run-qemu.sh: building first (contrib/kernel/build.sh, ~15-25 min)"
+	echo "run-qemu.sh: building first (contrib/kernel/build.sh, 6-12 min)"
 	if ! "$here/build.sh"; then
 		echo "run-qemu.sh: build.sh failed; cannot run the kernel test here"
 		exit 77
