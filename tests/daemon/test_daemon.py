@@ -311,6 +311,8 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 conf += "pressure = 95%\n"  # 256M of a 1G limit never gets there
             prefix = []
             if faults:
+                if os.environ.get("MADVSEQ_FIU") != "1":
+                    skip("fault points are compiled out (configure with -Dfiu=enabled)")
                 if subprocess.run(["sh", "-c", "command -v fiu-run"], stdout=subprocess.PIPE).returncode:
                     skip("fiu-run (fiu-utils) not installed")
                 prefix = ["fiu-run", "-f", ""]
