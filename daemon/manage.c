@@ -27,8 +27,9 @@
 #define SNAP_STEP (UINT64_C(64) << 20)
 #define GATE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
-/* Aim for about this much to drop per cycle while streams run. */
-#define TARGET_PER_CYCLE (2 * MSQ_CHUNK)
+/* Aim for about this much to drop per cycle while streams run (as the
+ * shim's engine does). */
+#define TARGET_PER_CYCLE MSQ_CHUNK
 
 struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout)
 {
@@ -206,6 +207,10 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		snapshot(d, c, &r->s, start, start + len);
 	c->r[c->nr++] = r;
 	c->cg->regions++;
+	/* A stream read from a warm cache moves a gigabyte a second: its
+	 * first cycle must not wait for the (possibly long) period. */
+	d->next_cycle_ns = d->now_ns;
+	d->sleep_ns = 1000000;
 	return 0;
 }
 
