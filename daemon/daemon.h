@@ -36,6 +36,7 @@ struct msqd_region {
 	struct msq_stream s;
 	uint64_t id;   /* the client's id; discovery: 0 */
 	bool seen;     /* discovery: found again in this scan */
+	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
 };
 
 /* One per cgroup path seen; lives until the daemon exits or reloads. */
@@ -99,6 +100,9 @@ struct msqd {
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
 	uint64_t proto_errors, refused_regions, discover_scans;
+	int kernel_state;    /* vm.seq_read_dropbehind: 1 on, 0 off, < 0 absent */
+	uint64_t kernel_checked_ns;
+	uint64_t kernel_regions; /* regions left to the kernel in the last cycle */
 	bool refs_ok;        /* kpageflags usable */
 	bool refs_warned;
 	int kpageflags_fd, kpagecount_fd;

@@ -19,6 +19,7 @@
 
 #include <madvseq/protocol.h>
 
+#include "../common/kernel_switch.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -243,6 +244,11 @@ int main(int argc, char **argv)
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.sigfd, &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &ws });
 	msqd_refs_init(&d);
 	d.started_ns = d.now_ns = msqd_now_ns();
+	d.kernel_state = msq_kernel_dropbehind_state(d.proc_root);
+	d.kernel_checked_ns = d.now_ns;
+	if (d.kernel_state == 1)
+		log_info("the kernel's own drop-behind (%s) is on: MADV_SEQUENTIAL mappings of the "
+			 "filesystems it covers are left to it", MSQ_KERNEL_DROPBEHIND_SYSCTL);
 	d.sleep_ns = d.conf.interval_ns;
 	d.next_cycle_ns = d.now_ns + d.sleep_ns;
 	d.next_discover_ns = d.now_ns;

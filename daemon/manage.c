@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
 #include "../common/maps.h"
 #include "../common/sys.h"
+#include "../common/kernel_switch.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -203,6 +205,14 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		return rc;
 	}
 	r->id = id;
+	{
+		struct statfs sf;
+
+		/* (The client's path, in the daemon's mount namespace: a
+		 * container's file may not be found, and is then ours.) */
+		r->kernel_fs = path && statfs(path, &sf) == 0 &&
+			       msq_kernel_dropbehind_covers_fs((long)sf.f_type);
+	}
 	if (c->cg->pol->strong_refs)
 		snapshot(d, c, &r->s, start, start + len);
 	c->r[c->nr++] = r;
@@ -309,11 +319,22 @@ static int read_faults(struct msqd_client *c, uint64_t *out)
 
 uint64_t msqd_cycle(struct msqd *d)
 {
-	uint64_t t0 = msqd_now_ns(), total = 0;
+	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
 	/* Idle clients due for a look are spread over cycles, a few each,
 	 * so thousands of them never make one cycle long. */
 	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
 
+	/* The patched kernel's own drop-behind, checked once a second: with it
+	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
+	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_state(d->proc_root);
+
+		if (k != d->kernel_state && d->kernel_checked_ns)
+			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		d->kernel_state = k;
+		d->kernel_checked_ns = d->now_ns;
+	}
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		const struct msqd_policy *p;
 
@@ -351,6 +372,10 @@ uint64_t msqd_cycle(struct msqd *d)
 			uint64_t before = s->st.dropped, kept = s->st.kept;
 			int64_t rc;
 
+			if (d->kernel_state == 1 && c->r[i]->kernel_fs) {
+				left_to_kernel++;
+				continue;
+			}
 			s->how = p->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
 			d->cur = c;
 			rc = msq_stream_cycle(&c->eng, s, d->now_ns, false);
@@ -369,6 +394,7 @@ uint64_t msqd_cycle(struct msqd *d)
 					  (unsigned long long)s->start, strerror((int)-rc));
 		}
 	}
+	d->kernel_regions = left_to_kernel;
 	d->cycles++;
 	d->last_cycle_ns = msqd_now_ns() - t0;
 	if (d->last_cycle_ns > d->max_cycle_ns)

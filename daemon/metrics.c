@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../common/config.h"
+#include "../common/kernel_switch.h"
 #include "daemon.h"
 
 struct out {
@@ -103,6 +104,13 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	    d->refs_ok ? "pages mapped elsewhere, active or referenced through read() are kept"
 		       : "no kpageflags: keeps pages cached before and pages still mapped after "
 			 "pageout; cannot see read() users");
+	put(&o, "kernel drop-behind: %s\n",
+	    d->kernel_state == 1 ? "on (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 1): MADV_SEQUENTIAL mappings of "
+				   "page-cache files are left to the kernel, which is exact"
+	    : d->kernel_state == 0 ? "off (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 0)"
+				   : "absent (a kernel without the libmadvseq patch series)");
+	if (d->kernel_state == 1)
+		put(&o, "  regions left to the kernel: %llu\n", (unsigned long long)d->kernel_regions);
 	put(&o, "config: %s (%zu cgroup section%s)\n", d->conf.path ? d->conf.path : "(built-in)",
 	    d->conf.n, d->conf.n == 1 ? "" : "s");
 	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
@@ -188,6 +196,9 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 	    d->nshim, d->ndiscovered);
 	prom_head(&o, "madvseq_regions", "gauge", "Managed MADV_SEQUENTIAL regions.");
 	put(&o, "madvseq_regions %llu\n", (unsigned long long)regions_total(d));
+	prom_head(&o, "madvseq_kernel_dropbehind", "gauge",
+		  "The kernel's own drop-behind switch: 1 on, 0 off, -1 absent.");
+	put(&o, "madvseq_kernel_dropbehind %d\n", d->kernel_state < 0 ? -1 : d->kernel_state);
 	prom_head(&o, "madvseq_fidelity_info", "gauge", "The fidelity level in use (label level).");
 	put(&o, "madvseq_fidelity_info{level=\"%s\"} 1\n", msqd_fidelity(d));
 	prom_head(&o, "madvseq_cycles_total", "counter", "Management cycles run.");

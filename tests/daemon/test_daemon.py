@@ -291,6 +291,31 @@ def case_reload():
     done()
 
 
+def case_kernel_switch():
+    """With the kernel's own drop-behind on (vm.seq_read_dropbehind, from the
+    patch series), status and metrics say so; off and absent too.  The
+    switch is read from a fixture procfs (--proc-root)."""
+    with Workdir("kswitch") as wd:
+        for state, text, metric in (("1", "kernel drop-behind: on", 1), ("0", "kernel drop-behind: off", 0),
+                                    (None, "kernel drop-behind: absent", -1)):
+            proc = os.path.join(wd.path, "proc-" + str(state))
+            os.makedirs(os.path.join(proc, "sys", "vm"))
+            if state is not None:
+                with open(os.path.join(proc, "sys", "vm", "seq_read_dropbehind"), "w") as f:
+                    f.write(state + "\n")
+            d = Daemon(wd.path, "[/*]\nmode = pageout\n", name="k" + str(state),
+                       args=["--proc-root", proc])
+            st = d.status()
+            check(text in st, "status: '%s'" % text)
+            check(d.metric("madvseq_kernel_dropbehind") == metric,
+                  "metric madvseq_kernel_dropbehind = %d" % metric)
+            if state == "1":
+                check("drop-behind (vm.seq_read_dropbehind) is on" in open(d.log).read(),
+                      "the log says it steps aside")
+            d.stop()
+    done()
+
+
 # --------------------------------------------------------------------------
 # The real daemon with real programs.
 
@@ -498,6 +523,7 @@ CASES = {
     "unit": case_unit,
     "notify": case_notify,
     "reload": case_reload,
+    "kernel-switch": case_kernel_switch,
     "shim": lambda: streaming_case("shim"),
     "discovery-static": lambda: streaming_case("static", static=True),
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
