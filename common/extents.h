@@ -28,6 +28,8 @@ void msq_extents_free(struct msq_extents *e);
 void msq_extents_clear(struct msq_extents *e);
 /* Adds [start, end), merging with neighbours. */
 int msq_extents_add(struct msq_extents *e, uint64_t start, uint64_t end);
+/* Adds every range of src (a union). */
+int msq_extents_add_all(struct msq_extents *dst, const struct msq_extents *src);
 /* Removes [start, end); may split one range in two. */
 int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end);
 /* True if any byte of [start, end) is in the set. */

@@ -307,9 +307,8 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 			return rc;
 		if (!s->kept.n)
 			s->kept_until_ns = now_ns + e->kept_retry_ns;
-		for (size_t i = 0; i < e->drop.n; i++)
-			if ((rc = msq_extents_add(&s->kept, e->drop.v[i].start, e->drop.v[i].end)) < 0)
-				return rc;
+		if ((rc = msq_extents_add_all(&s->kept, &e->drop)) < 0)
+			return rc;
 		*dropped = before;
 		return 0;
 	case MSQ_DROP_UNMAP_FADVISE:
@@ -329,16 +328,13 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 			if ((rc = msq_present_ranges(&e->pm, e->drop.v[i].start, e->drop.v[i].end,
 						     &e->after, NULL)) < 0)
 				return rc;
-		if (s->shared && s->writable)
-			for (size_t i = 0; i < e->drop.n; i++)
-				if ((rc = msq_extents_add(&s->written, e->drop.v[i].start, e->drop.v[i].end)) < 0)
-					return rc;
+		if (s->shared && s->writable && (rc = msq_extents_add_all(&s->written, &e->drop)) < 0)
+			return rc;
 		left = msq_extents_total(&e->after);
 		if (left && !s->kept.n)
 			s->kept_until_ns = now_ns + e->kept_retry_ns;
-		for (size_t i = 0; i < e->after.n; i++)
-			if ((rc = msq_extents_add(&s->kept, e->after.v[i].start, e->after.v[i].end)) < 0)
-				return rc;
+		if ((rc = msq_extents_add_all(&s->kept, &e->after)) < 0)
+			return rc;
 		s->st.kept += left;
 		*dropped = before > left ? before - left : 0;
 		return 0;

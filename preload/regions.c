@@ -183,20 +183,12 @@ static int merge_into(struct msq_region *r, const struct msq_region *old)
 	const struct msq_stream *o = &old->s;
 	int rc;
 
-	if ((rc = msq_extents_remove(&s->precached, o->start, o->end)) < 0)
+	if ((rc = msq_extents_remove(&s->precached, o->start, o->end)) < 0 ||
+	    (rc = msq_extents_add_all(&s->precached, &o->precached)) < 0 ||
+	    (rc = msq_extents_add_all(&s->kept, &o->kept)) < 0 ||
+	    (rc = msq_extents_add_all(&s->cursors, &o->cursors)) < 0 ||
+	    (rc = msq_extents_add_all(&s->written, &o->written)) < 0)
 		return rc;
-	for (size_t i = 0; i < o->precached.n; i++)
-		if ((rc = msq_extents_add(&s->precached, o->precached.v[i].start, o->precached.v[i].end)) < 0)
-			return rc;
-	for (size_t i = 0; i < o->kept.n; i++)
-		if ((rc = msq_extents_add(&s->kept, o->kept.v[i].start, o->kept.v[i].end)) < 0)
-			return rc;
-	for (size_t i = 0; i < o->cursors.n; i++)
-		if ((rc = msq_extents_add(&s->cursors, o->cursors.v[i].start, o->cursors.v[i].end)) < 0)
-			return rc;
-	for (size_t i = 0; i < o->written.n; i++)
-		if ((rc = msq_extents_add(&s->written, o->written.v[i].start, o->written.v[i].end)) < 0)
-			return rc;
 	if (o->start < s->start) {
 		s->file_off -= s->start - o->start;
 		s->start = o->start;
