@@ -4,7 +4,7 @@
 and errno of every wrapped call (SAFETY), the stress run's data (STRESS),
 and only the wrapped symbols are exported (EXPORTS).
 
-usage: test_safety.py safety SAFETY | stress STRESS | exports | early EARLY"""
+usage: test_safety.py safety SAFETY | stress STRESS | exports | early EARLY | wrapper"""
 
 import os
 import re
@@ -40,6 +40,22 @@ def main():
             print(p.stdout, p.stderr)
             check(p.returncode == 0 and "early: ok" in p.stdout, "mapping in a constructor works")
             check("tracking" in p.stderr, "the shim tracked the constructor's mapping")
+        elif what == "wrapper":
+            # madvseq run: prepends the library to LD_PRELOAD, never
+            # overwrites it; options become MADVSEQ_* variables.
+            wrapper, lib = os.environ["MADVSEQ_WRAPPER"], library()
+            env = plain_env()
+            env["LD_PRELOAD"] = "libc.so.6"
+            env["MADVSEQ_LIBRARY"] = lib
+            p = run(["sh", wrapper, "run", "--lag", "32M", "-m", "cold", "-d", "--",
+                     "sh", "-c", 'echo "$LD_PRELOAD|$MADVSEQ_LAG|$MADVSEQ_MODE|$MADVSEQ_DEBUG"'], env)
+            check(p.stdout.strip() == lib + ":libc.so.6|32M|cold|1",
+                  "madvseq run prepends the library and sets the options (%r)" % p.stdout.strip())
+            p = run(["sh", wrapper, "run", "--bogus", "--", "true"], env, check_rc=False)
+            check(p.returncode == 2 and "unknown option" in p.stderr, "a bad option is a usage error")
+            env["MADVSEQ_LIBRARY"] = os.path.join(wd.path, "missing.so")
+            p = run(["sh", wrapper, "run", "--", "true"], env, check_rc=False)
+            check(p.returncode == 1 and "not found" in p.stderr, "a missing library is said")
         elif what == "exports":
             out = subprocess.run(["nm", "-D", "--defined-only", library()], stdout=subprocess.PIPE,
                                  text=True).stdout
