@@ -529,7 +529,10 @@ CASES = {
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
     "pressure-gate": lambda: streaming_case("gate", gate=True),
     "faults": lambda: streaming_case(
-        "faults", faults=["enable_random name=madvseq/daemon/socket/*,probability=0.05",
+        # (not socket/listen: a daemon that cannot listen exits, by design)
+        "faults", faults=["enable_random name=madvseq/daemon/socket/accept,probability=0.05",
+                          "enable_random name=madvseq/daemon/socket/send,probability=0.05",
+                          "enable_random name=madvseq/daemon/socket/recv,probability=0.05",
                           "enable_random name=madvseq/daemon/proc/*,probability=0.01",
                           "enable_random name=madvseq/madvise,probability=0.2",
                           "enable_random name=madvseq/pagemap/*,probability=0.02"]),
