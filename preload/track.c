@@ -106,13 +106,20 @@ void msq_track_sequential(uint64_t start, uint64_t end)
 	char pre[32];
 	int rc;
 
+	/* With the table lock held from reading the maps to inserting: a
+	 * munmap or mremap of the range by another thread (its wrapper takes
+	 * the same lock) comes wholly before, and then nothing is found, or
+	 * wholly after, and then it untracks what was inserted.  Never a
+	 * region for a range that is no longer what the maps said. */
+	msq_track_lock();
 	rc = msq_maps_foreach("/proc/self/maps", start, end, on_vma, &c);
 	if (rc < 0)
 		msq_debug("cannot read /proc/self/maps (%s): %#" PRIx64 "-%#" PRIx64 " not tracked",
 			  strerror(-rc), start, end);
-	if (!c.n)
+	if (!c.n) {
+		msq_track_unlock();
 		return;
-	msq_track_lock();
+	}
 	for (size_t i = 0; i < c.n; i++) {
 		struct msq_region *r = c.r[i];
 		uint64_t s = r->s.start, e = r->s.end;
