@@ -46,7 +46,10 @@ def main():
         with open(path, "rb") as f:
             f.seek(WARM[0])
             f.read(WARM[1])
-        check(cached(path, *WARM) == WARM[1], "warm range cached before the stream")
+        warm_before = cached(path, *WARM)
+        # (the kernel may leave a piece uncached: what counts is that what
+        # was cached stays)
+        check(warm_before >= WARM[1] - 2 * M, "warm range cached before the stream")
         # (reading it also read ahead past its end: that is cached before too)
         before = cached(path)
         stats = os.path.join(wd.path, "stats")
@@ -74,7 +77,7 @@ def main():
               % (held // M, warm // M, total // M, cached_map(path)))
         check(held == HELD[1], "pages another process maps stay cached")
         if who == "root":
-            check(warm == WARM[1], "pages cached before the stream stay cached")
+            check(warm >= warm_before, "pages cached before the stream stay cached")
             check(total <= HELD[1] + before + 4 * M, "everything else the stream read is gone")
             st = dict(l.split("=") for l in open(stats).read().split())
             check(int(st["bytes_kept"]) >= HELD[1] // 2,
