@@ -36,12 +36,14 @@ else
 	fi
 fi
 
-# 2. Build (reuse an existing build dir).
-if [ ! -f build/build.ninja ]; then
-	meson setup build
+# 2. Build, as it would be installed: its own build dir, so that the test
+# build's fault-injection library (which moves every program's memory
+# layout) is not what gets measured.
+if [ ! -f build-demo/build.ninja ]; then
+	meson setup build-demo -Dfiu=disabled
 fi
-ninja -C build
-lib="$repo/build/preload/libmadvseq.so"
+ninja -C build-demo
+lib="$repo/build-demo/preload/libmadvseq.so"
 [ -f "$lib" ] || { echo "demo: $lib was not built" >&2; exit 1; }
 
 # 3. Run.  The harness makes its own cgroup and files and removes them on
@@ -66,8 +68,8 @@ demo: a 4 KiB random-read victim over a warm 512 MiB file shares a 1 GiB memory
       mapping: first alone, then with the streamer (the kernel alone), then with
       the streamer under libmadvseq.  Progress goes to stderr; the table follows.
 EOF
-"$py" tests/bench/interference.py --quick --lib "$lib" --dir "$repo/build" \
-	--mmap-cost "$repo/build/tests/bench/mmap_cost" "$@" &
+"$py" tests/bench/interference.py --quick --lib "$lib" --dir "$repo/build-demo" \
+	--mmap-cost "$repo/build-demo/tests/bench/mmap_cost" "$@" &
 bench_pid=$!
 rc=0
 wait "$bench_pid" || rc=$?
