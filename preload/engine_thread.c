@@ -109,6 +109,8 @@ static void *engine_main(void *arg)
 			sleep_ns = MIN_SLEEP_NS;
 		g_kick = false;
 		msq_regions_unlock();
+		bool pm_ok = false;
+
 		for (size_t i = 0;; i++) {
 			struct msq_region *r;
 
@@ -125,7 +127,11 @@ static void *engine_main(void *arg)
 				msq_regions_unlock();
 				break;
 			}
-			if (!r->delegated && !r->kernel && ensure_pagemap() == 0) {
+			/* The pagemap descriptor is checked once a round, not once
+			 * a region. */
+			if (i == 0)
+				pm_ok = ensure_pagemap() == 0;
+			if (!r->delegated && !r->kernel && pm_ok) {
 				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);
 
 				if (d > 0)

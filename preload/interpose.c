@@ -178,7 +178,10 @@ MSQ_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 static void advised(void *addr, size_t len, int advice)
 {
 	if (advice == MADV_SEQUENTIAL) {
-		msq_track_sequential((uintptr_t)addr, page_end(addr, len));
+		/* Advised again (some programs do, per read window): already
+		 * tracked as it is, so no second maps read and snapshot. */
+		if (!msq_regions_contain((uintptr_t)addr, page_end(addr, len)))
+			msq_track_sequential((uintptr_t)addr, page_end(addr, len));
 	} else if ((advice == MADV_NORMAL || advice == MADV_RANDOM) &&
 		   msq_regions_overlap((uintptr_t)addr, page_end(addr, len))) {
 		/* The program no longer reads it as a stream: untrack, and leave

@@ -26,7 +26,9 @@ void *msq_regions_published;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_next_id = 1;
 
-bool msq_regions_overlap(uint64_t start, uint64_t end)
+/* Lock-free: does [start, end) overlap a tracked range (whole: lie within
+ * one)? */
+static bool lookup(uint64_t start, uint64_t end, bool whole)
 {
 	struct table *t;
 	bool hit = false;
@@ -46,10 +48,21 @@ bool msq_regions_overlap(uint64_t start, uint64_t end)
 			else
 				hi = mid;
 		}
-		hit = lo < t->n && t->e[lo].start < end;
+		hit = lo < t->n && (whole ? t->e[lo].start <= start && t->e[lo].end >= end
+					  : t->e[lo].start < end);
 	}
 	urcu_bp_read_unlock();
 	return hit;
+}
+
+bool msq_regions_overlap(uint64_t start, uint64_t end)
+{
+	return lookup(start, end, false);
+}
+
+bool msq_regions_contain(uint64_t start, uint64_t end)
+{
+	return lookup(start, end, true);
 }
 
 void msq_regions_lock(void)

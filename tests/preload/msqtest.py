@@ -246,17 +246,6 @@ class Cgroup:
         with open(os.path.join(self.path, name), "w") as f:
             f.write(value)
 
-    def stat(self):
-        out = {}
-        for line in open(os.path.join(self.path, "memory.stat")):
-            k, v = line.split()
-            out[k] = int(v)
-        return out
-
-    def file_bytes(self):
-        s = self.stat()
-        return s.get("file", s.get("cache", 0))
-
     def prefix(self):
         """A command prefix that runs a program inside this cgroup."""
         return ["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec "$@"', self.path]

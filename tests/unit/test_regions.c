@@ -61,6 +61,9 @@ int main(void)
 	CHECK(msq_regions_overlap(BASE + 10 * M, BASE + 11 * M));
 	CHECK(!msq_regions_overlap(BASE + 64 * M, BASE + 65 * M));
 	CHECK(!msq_regions_overlap(BASE - M, BASE));
+	CHECK(msq_regions_contain(BASE, BASE + 64 * M));
+	CHECK(msq_regions_contain(BASE + M, BASE + 2 * M));
+	CHECK(!msq_regions_contain(BASE + 63 * M, BASE + 65 * M));
 
 	/* Adjacent, same file, consistent offset: merges. */
 	CHECK(msq_regions_insert(mk(BASE + 64 * M, BASE + 128 * M, 64 * M, 1)) == 0);
