@@ -63,6 +63,10 @@ int msq_parse_duration_ns(const char *s, uint64_t *out)
 		mult = 1000 * 1000;
 	else if (!strcmp(p, "s"))
 		mult = 1000 * 1000 * 1000;
+	else if (!strcmp(p, "min"))
+		mult = UINT64_C(60) * 1000 * 1000 * 1000;
+	else if (!strcmp(p, "h"))
+		mult = UINT64_C(3600) * 1000 * 1000 * 1000;
 	else
 		return -EINVAL;
 	if (v > UINT64_MAX / mult)

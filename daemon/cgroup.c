@@ -94,6 +94,53 @@ static double read_psi_some_avg10(const char *path)
 	return strtod(p + 11, NULL);
 }
 
+void msqd_cgroup_dir(const char *cg_root, const char *path, enum msqd_cg_layout layout, char *buf,
+		     size_t len)
+{
+	const char *rel = strcmp(path, "/") ? path : "";
+
+	if (layout == MSQD_CG_V1)
+		snprintf(buf, len, "%s/memory%s", cg_root, rel);
+	else
+		snprintf(buf, len, "%s%s", cg_root, rel);
+}
+
+/* The value of "key N" in a memory.stat text; false if absent. */
+static bool stat_value(const char *text, const char *key, uint64_t *v)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, key, kl) && l[kl] == ' ') {
+			*v = strtoull(l + kl + 1, NULL, 10);
+			return true;
+		}
+	return false;
+}
+
+int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+		       uint64_t *pages)
+{
+	char dir[4096], file[4200], buf[8192];
+	uint64_t a = 0, b = 0;
+	ssize_t n;
+
+	msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/memory.stat", dir);
+	if ((n = read_small(file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	if (layout == MSQD_CG_V1) {
+		if (!stat_value(buf, "total_pgpgin", &a) && !stat_value(buf, "pgpgin", &a))
+			return -EINVAL;
+	} else {
+		if (!stat_value(buf, "file", &a) || !stat_value(buf, "pgsteal", &b))
+			return -EINVAL;
+		a /= 4096;
+	}
+	*pages = a + b;
+	return 0;
+}
+
 int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char *path,
 			 enum msqd_cg_layout layout, struct msqd_pressure *out)
 {
@@ -103,10 +150,7 @@ int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char 
 	uint64_t v;
 	int rc;
 
-	if (layout == MSQD_CG_V1)
-		snprintf(dir, sizeof(dir), "%s/memory%s", cg_root, strcmp(path, "/") ? path : "");
-	else
-		snprintf(dir, sizeof(dir), "%s%s", cg_root, strcmp(path, "/") ? path : "");
+	msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/%s", dir, layout == MSQD_CG_V1 ? "memory.usage_in_bytes" : "memory.current");
 	if ((rc = read_u64(file, &p.usage, &is_max)) < 0)
 		return rc;

@@ -38,4 +38,18 @@ struct msqd_pressure {
 int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char *path,
 			 enum msqd_cg_layout layout, struct msqd_pressure *out);
 
+/* The cgroup's directory: <cg_root>/memory<path> (v1), <cg_root><path> (v2). */
+void msqd_cgroup_dir(const char *cg_root, const char *path, enum msqd_cg_layout layout, char *buf,
+		     size_t len);
+
+/*
+ * A counter of pages taken into the cgroup's memory, which only grows: the
+ * signal that something there reads a lot, even when the cgroup is full
+ * and its usage stays flat.  v1: memory.stat total_pgpgin (charges); v2:
+ * memory.stat file (pages cached now) + pgsteal (pages reclaim took out).
+ * Returns 0 or -errno.
+ */
+int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+		       uint64_t *pages);
+
 #endif

@@ -32,6 +32,8 @@ void msqd_conf_init(struct msqd_conf *c)
 	*c = (struct msqd_conf){
 		.interval_ns = MSQ_DEFAULT_INTERVAL_NS,
 		.discover_interval_ns = UINT64_C(2) * 1000 * 1000 * 1000,
+		.discover_watch_ns = UINT64_C(20) * 1000 * 1000,
+		.discover_trigger = UINT64_C(32) << 20,
 		.hello_timeout_ns = UINT64_C(5) * 1000 * 1000 * 1000,
 		.max_clients = 4096,
 		.log_level = -1,
@@ -114,6 +116,13 @@ static int on_daemon_key(struct parse *p, const char *k, const char *v, int line
 	} else if (!strcmp(k, "discover_interval")) {
 		if (msq_parse_duration_ns(v, &c->discover_interval_ns) < 0)
 			return fail(p, line, "discover_interval: '%s' is not a duration from 100us to 1h", v);
+	} else if (!strcmp(k, "discover_watch")) {
+		if (msq_parse_duration_ns(v, &c->discover_watch_ns) < 0)
+			return fail(p, line, "discover_watch: '%s' is not a duration from 100us to 1h", v);
+	} else if (!strcmp(k, "discover_trigger")) {
+		if (msq_parse_size(v, &u) < 0)
+			return fail(p, line, "discover_trigger: '%s' is not a size (0: off)", v);
+		c->discover_trigger = u;
 	} else if (!strcmp(k, "hello_timeout")) {
 		if (msq_parse_duration_ns(v, &c->hello_timeout_ns) < 0)
 			return fail(p, line, "hello_timeout: '%s' is not a duration from 100us to 1h", v);
@@ -305,13 +314,16 @@ void msqd_policy_format(const struct msqd_policy *p, char *buf, size_t len)
 
 void msqd_conf_print(const struct msqd_conf *c, FILE *f)
 {
-	char buf[256];
+	char buf[256], trig[32];
 
 	fprintf(f, "# %s\n[daemon]\nsocket = %s\ninterval = %llums\ndiscover_interval = %llums\n"
+		   "discover_watch = %llums\ndiscover_trigger = %s\n"
 		   "hello_timeout = %llums\nmax_clients = %u\nlog_level = %s\n",
 		c->path ? c->path : "(built-in)", c->socket[0] ? c->socket : MSQ_DEFAULT_SOCKET,
 		(unsigned long long)(c->interval_ns / 1000000),
 		(unsigned long long)(c->discover_interval_ns / 1000000),
+		(unsigned long long)(c->discover_watch_ns / 1000000),
+		msq_format_size(c->discover_trigger, trig, sizeof(trig)),
 		(unsigned long long)(c->hello_timeout_ns / 1000000), c->max_clients,
 		msqd_log_level_name(c->log_level >= 0 ? c->log_level : LOG_INFO));
 	msqd_policy_format(&builtin, buf, sizeof(buf));

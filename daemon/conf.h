@@ -41,6 +41,8 @@ struct msqd_conf {
 	char socket[108];
 	uint64_t interval_ns;
 	uint64_t discover_interval_ns;
+	uint64_t discover_watch_ns; /* how often discover cgroups' intake is read */
+	uint64_t discover_trigger;  /* bytes of intake that start a scan at once; 0: off */
 	uint64_t hello_timeout_ns;
 	unsigned max_clients;
 	int log_level; /* -1: not set */

@@ -39,6 +39,16 @@ struct msqd_region {
 	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
 };
 
+/* Discovery's watch on a counter of pages coming into the page cache
+ * (discover.c): a scan is started once `trigger' pages came in since the
+ * last scan, no sooner than gap_ns after it. */
+struct msqd_intake {
+	uint64_t base;       /* the counter at the last scan (or first look) */
+	bool known;
+	uint64_t gap_ns;     /* doubles while triggered scans find nothing */
+	uint64_t scanned_ns;
+};
+
 /* One per cgroup path seen; lives until the daemon exits or reloads. */
 struct msqd_cg {
 	char *path;
@@ -50,6 +60,7 @@ struct msqd_cg {
 	bool gate_open;
 	uint64_t gate_checked_ns;
 	struct msqd_pressure pr;
+	struct msqd_intake intake; /* discovery's watch on its page-cache intake */
 	struct msqd_cg *next;
 };
 
@@ -99,7 +110,9 @@ struct msqd {
 	uint64_t cycles, last_cycle_ns, max_cycle_ns;
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
-	uint64_t proto_errors, refused_regions, discover_scans;
+	uint64_t proto_errors, refused_regions, discover_scans, discover_triggered;
+	uint64_t next_watch_ns;
+	struct msqd_intake disk_intake; /* the machine's reads from disk (/proc/vmstat pgpgin) */
 	int kernel_state;    /* vm.seq_read_dropbehind: 1 on, 0 off, < 0 absent */
 	uint64_t kernel_checked_ns;
 	uint64_t kernel_regions; /* regions left to the kernel in the last cycle */
@@ -136,7 +149,12 @@ void msqd_cg_reresolve(struct msqd *d);
 bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr);
 
 /* discover.c */
-void msqd_discover(struct msqd *d);
+/* Scans every process of discover = yes cgroups (each discover_interval).
+ * Returns how many regions it newly manages. */
+unsigned msqd_discover(struct msqd *d);
+/* Starts a scan at once where discover_trigger bytes came into the page
+ * cache since the last one (looked at each discover_watch). */
+void msqd_discover_watch(struct msqd *d);
 
 /* refs.c */
 void msqd_refs_init(struct msqd *d);

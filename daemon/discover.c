@@ -3,9 +3,20 @@
  * Discovery: programs the shim cannot reach (static, setuid, started
  * before the daemon) still say MADV_SEQUENTIAL to the kernel, which shows
  * it as "sr" in the VmFlags of /proc/PID/smaps.  For processes in cgroups
- * with discover = yes, every discover_interval, such file-backed VMAs are
- * managed like registered regions; VMAs that went away are forgotten.
- * Processes whose shim is connected are left to their registrations.
+ * with discover = yes, such file-backed VMAs are managed like registered
+ * regions; VMAs that went away are forgotten.  Processes whose shim is
+ * connected are left to their registrations.
+ *
+ * When to look: a stream read from a warm disk moves a gigabyte a second
+ * and fills a cgroup long before a periodic scan comes round.  So besides
+ * the full scan every discover_interval (which also finds new cgroups),
+ * a cheap watch reads each known discover cgroup's intake counter (pages
+ * charged to it) every discover_watch, and once discover_trigger bytes
+ * came in since the cgroup's last scan, scans that cgroup's processes at
+ * once.  A busy cgroup whose intake has another cause (a read() stream,
+ * a managed stream) is not rescanned every time: the gap between such
+ * scans doubles while they find nothing new, up to discover_interval, and
+ * goes back to SCAN_GAP_MIN_NS once the intake quiets down.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +36,7 @@
 #endif
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
+#define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
 
 struct sr_vma {
 	uint64_t start, end, off, dev, ino;
@@ -46,8 +58,6 @@ static int slurp(const char *path, char **buf, size_t *len)
 	size_t cap = 1 << 16, n = 0;
 	char *b = NULL, *nb;
 
-	if (MSQ_FAULT("madvseq/daemon/proc/smaps"))
-		return -EIO;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
@@ -140,8 +150,11 @@ static struct msqd_client *find_discovered(struct msqd *d, pid_t pid)
 	return NULL;
 }
 
-static void reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, size_t n)
+/* Returns how many regions it newly manages. */
+static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, size_t n)
 {
+	unsigned added = 0;
+
 	for (size_t i = 0; i < c->nr; i++)
 		c->r[i]->seen = false;
 	for (size_t j = 0; j < n; j++) {
@@ -159,6 +172,7 @@ static void reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, s
 		if (msqd_region_add(d, c, 0, v[j].start, v[j].end - v[j].start, v[j].dev, v[j].ino,
 				    v[j].off, true, v[j].path, v[j].shared, v[j].writable) == 0) {
 			c->r[c->nr - 1]->seen = true;
+			added++;
 			log_debug("pid %d: discovered %#llx-%#llx %s", (int)c->pid,
 				  (unsigned long long)v[j].start, (unsigned long long)v[j].end, v[j].path);
 		}
@@ -166,9 +180,11 @@ static void reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, s
 	for (size_t i = c->nr; i-- > 0;)
 		if (!c->r[i]->seen)
 			msqd_region_remove(d, c, i);
+	return added;
 }
 
-static void scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
+/* Returns how many regions of pid it newly manages. */
+static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 {
 	char path[4096], file[256];
 	enum msqd_cg_layout layout;
@@ -177,29 +193,30 @@ static void scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int own_pidfd = -1;
 	size_t len, n;
+	unsigned added = 0;
 	int pidfd;
 
 	if (msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout) < 0)
-		return;
+		return 0;
 	g = msqd_cg_get(d, path, layout);
 	if (!g || !g->pol->discover || g->pol->mode == MSQ_MODE_OFF) {
 		if (c)
 			msqd_client_drop(d, c, "its cgroup no longer asks for discovery");
-		return;
+		return 0;
 	}
 	/* The pidfd first: smaps read while it is alive are that process's. */
 	if (c) {
 		pidfd = c->pidfd;
 	} else {
 		if ((own_pidfd = msq_pidfd_open(pid)) < 0)
-			return;
+			return 0;
 		pidfd = own_pidfd;
 	}
 	snprintf(file, sizeof(file), "%s/%d/smaps", d->proc_root, (int)pid);
-	if (slurp(file, &text, &len) < 0)
-		return;
+	if (MSQ_FAULT("madvseq/daemon/proc/smaps") || slurp(file, &text, &len) < 0)
+		return 0;
 	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-		return;
+		return 0;
 	n = parse_smaps(text, v, MAX_SR);
 	if (!c && n) {
 		c = msqd_client_new(d, -1, own_pidfd, pid, 0);
@@ -215,45 +232,228 @@ static void scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 		}
 	}
 	if (c)
-		reconcile(d, c, v, n);
+		added = reconcile(d, c, v, n);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].path);
+	return added;
 }
 
-void msqd_discover(struct msqd *d)
-{
-	_cleanup_free_ pid_t *shims = NULL;
-	_cleanup_free_ struct sr_vma *v = NULL;
-	size_t ns = 0;
-	struct dirent *de;
-	DIR *dir;
-	pid_t self = getpid();
+/* One scan's scratch: the pids of connected shims (sorted) and room for
+ * one process's VMAs. */
+struct scan {
+	pid_t *shims;
+	size_t ns;
+	struct sr_vma *v;
+	pid_t self;
+};
 
-	d->discover_scans++;
-	if (!(shims = malloc((d->nclients + 1) * sizeof(*shims))) ||
-	    !(v = calloc(MAX_SR, sizeof(*v))))
-		return;
+static int scan_begin(struct msqd *d, struct scan *sc)
+{
+	*sc = (struct scan){ .self = getpid() };
+	if (!(sc->shims = malloc((d->nclients + 1) * sizeof(*sc->shims))) ||
+	    !(sc->v = calloc(MAX_SR, sizeof(*sc->v)))) {
+		free(sc->shims);
+		return -ENOMEM;
+	}
 	for (struct msqd_client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0 && c->hello && !c->ctl)
-			shims[ns++] = c->pid;
-	qsort(shims, ns, sizeof(*shims), cmp_pid);
-	if (!(dir = opendir(d->proc_root)))
-		return;
-	while ((de = readdir(dir))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
+			sc->shims[sc->ns++] = c->pid;
+	qsort(sc->shims, sc->ns, sizeof(*sc->shims), cmp_pid);
+	return 0;
+}
 
-		if (*end || pid <= 0 || pid == self)
-			continue;
-		if (bsearch(&(pid_t){ (pid_t)pid }, shims, ns, sizeof(*shims), cmp_pid)) {
-			/* Its shim registers what it reads: stop discovering it. */
-			struct msqd_client *c = find_discovered(d, (pid_t)pid);
+static void scan_end(struct scan *sc)
+{
+	free(sc->shims);
+	free(sc->v);
+}
 
-			if (c)
-				msqd_client_drop(d, c, "its shim connected");
-			continue;
-		}
-		scan_pid(d, (pid_t)pid, v);
+static unsigned scan_one(struct msqd *d, struct scan *sc, pid_t pid)
+{
+	if (pid <= 0 || pid == sc->self)
+		return 0;
+	if (bsearch(&pid, sc->shims, sc->ns, sizeof(*sc->shims), cmp_pid)) {
+		/* Its shim registers what it reads: stop discovering it. */
+		struct msqd_client *c = find_discovered(d, pid);
+
+		if (c)
+			msqd_client_drop(d, c, "its shim connected");
+		return 0;
 	}
-	closedir(dir);
+	return scan_pid(d, pid, sc->v);
+}
+
+/* The machine's reads from disk so far, in pages (/proc/vmstat pgpgin,
+ * which counts KiB). */
+static int disk_intake(struct msqd *d, uint64_t *pages)
+{
+	char file[256], buf[16384];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/vmstat", d->proc_root);
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	if (!(p = strstr(buf, "\npgpgin ")))
+		return -ENOENT;
+	*pages = strtoull(p + 8, NULL, 10) / 4;
+	return 0;
+}
+
+static int cgroup_intake(struct msqd *d, struct msqd_cg *g, uint64_t *pages)
+{
+	return msqd_cgroup_intake(d->cg_root, g->path, g->layout, pages);
+}
+
+/* Whether a watched counter, now at v, asks for a scan. */
+static bool intake_due(struct msqd *d, struct msqd_intake *w, uint64_t v)
+{
+	if (!w->known || v < w->base) {
+		/* First look, or a counter that went down (a v2 cgroup's
+		 * files deleted): a new baseline. */
+		w->base = v;
+		w->known = true;
+		return false;
+	}
+	if (v - w->base < d->conf.discover_trigger / 4096) {
+		/* Quiet for a whole gap: the next burst is news again. */
+		if (w->gap_ns > SCAN_GAP_MIN_NS && d->now_ns - w->scanned_ns >= w->gap_ns)
+			w->gap_ns = SCAN_GAP_MIN_NS;
+		return false;
+	}
+	if (w->gap_ns < SCAN_GAP_MIN_NS)
+		w->gap_ns = SCAN_GAP_MIN_NS;
+	return !w->scanned_ns || d->now_ns - w->scanned_ns >= w->gap_ns;
+}
+
+/* After a scan: a new baseline; a scan the watch started and that found
+ * nothing doubles the gap to the next. */
+static void intake_scanned(struct msqd *d, struct msqd_intake *w, int rc, uint64_t v,
+			   bool triggered, unsigned added)
+{
+	w->scanned_ns = d->now_ns;
+	if (rc == 0) {
+		w->base = v;
+		w->known = true;
+	}
+	if (!triggered)
+		return;
+	w->gap_ns = added ? SCAN_GAP_MIN_NS : w->gap_ns * 2;
+	if (w->gap_ns > d->conf.discover_interval_ns)
+		w->gap_ns = d->conf.discover_interval_ns;
+}
+
+static unsigned full_scan(struct msqd *d)
+{
+	struct scan sc;
+	struct dirent *de;
+	unsigned added = 0;
+	DIR *dir;
+
+	d->discover_scans++;
+	if (scan_begin(d, &sc) < 0)
+		return 0;
+	if ((dir = opendir(d->proc_root))) {
+		while ((de = readdir(dir))) {
+			char *end;
+			long pid = strtol(de->d_name, &end, 10);
+
+			if (!*end && pid > 0 && pid < INT_MAX)
+				added += scan_one(d, &sc, (pid_t)pid);
+		}
+		closedir(dir);
+	}
+	scan_end(&sc);
+	return added;
+}
+
+/* Counters read before a full scan become the baselines after it. */
+static unsigned full_scan_noting(struct msqd *d, bool triggered)
+{
+	uint64_t v = 0;
+	int rc = disk_intake(d, &v);
+	unsigned added;
+
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->pol->discover)
+			g->intake.known = cgroup_intake(d, g, &g->intake.base) == 0;
+	added = full_scan(d);
+	d->now_ns = msqd_now_ns();
+	intake_scanned(d, &d->disk_intake, rc, v, triggered, added);
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->pol->discover)
+			g->intake.scanned_ns = d->now_ns;
+	return added;
+}
+
+unsigned msqd_discover(struct msqd *d)
+{
+	return full_scan_noting(d, false);
+}
+
+/* Scans the processes of one cgroup (its cgroup.procs).  Returns how many
+ * regions it newly manages. */
+static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
+{
+	char dir[4096], file[4200];
+	_cleanup_free_ char *text = NULL;
+	unsigned added = 0;
+	struct scan sc;
+	size_t len;
+
+	msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
+	if (MSQ_FAULT("madvseq/daemon/proc/read") || slurp(file, &text, &len) < 0 ||
+	    scan_begin(d, &sc) < 0)
+		return 0;
+	for (char *p = text, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0 && pid < INT_MAX)
+			added += scan_one(d, &sc, (pid_t)pid);
+	}
+	scan_end(&sc);
+	return added;
+}
+
+void msqd_discover_watch(struct msqd *d)
+{
+	uint64_t v;
+	unsigned added;
+
+	if (!d->conf.discover_trigger)
+		return;
+	/* Cgroups seen before: each is watched, and scanned alone. */
+	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || cgroup_intake(d, g, &v) < 0 ||
+		    !intake_due(d, &g->intake, v))
+			continue;
+		d->discover_triggered++;
+		added = scan_cgroup(d, g);
+		d->now_ns = msqd_now_ns();
+		if (added)
+			log_debug("cgroup %s: %llu MiB came into its memory since its last scan; "
+				  "found %u mapping%s", g->path, (unsigned long long)((v - g->intake.base) >> 8),
+				  added, added == 1 ? "" : "s");
+		intake_scanned(d, &g->intake, cgroup_intake(d, g, &v), v, true, added);
+	}
+	/* A cgroup not seen yet (a service just started): the machine's
+	 * reads from disk start a full scan. */
+	if (disk_intake(d, &v) == 0 && intake_due(d, &d->disk_intake, v)) {
+		uint64_t grew = v - d->disk_intake.base;
+
+		d->discover_triggered++;
+		added = full_scan_noting(d, true);
+		if (added)
+			log_debug("%llu MiB read from disk since the last scan; found %u mapping%s",
+				  (unsigned long long)(grew >> 8), added, added == 1 ? "" : "s");
+	}
 }

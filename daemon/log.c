@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 int msqd_log_level = LOG_INFO;
@@ -53,7 +54,14 @@ void msqd_log(int level, const char *fmt, ...)
 		return;
 	if (g_journal)
 		n = snprintf(buf, sizeof(buf), "<%d>", level);
-	else
+	else if (msqd_log_level >= LOG_DEBUG) {
+		/* Debugging timing: seconds on the monotonic clock. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		n = snprintf(buf, sizeof(buf), "%s: [%ld.%03ld] %s: ", g_prog, (long)ts.tv_sec,
+			     ts.tv_nsec / 1000000, msqd_log_level_name(level));
+	} else
 		n = snprintf(buf, sizeof(buf), "%s: %s: ", g_prog,
 			     level == LOG_NOTICE ? "info" : msqd_log_level_name(level));
 	va_start(ap, fmt);

@@ -261,8 +261,12 @@ int main(int argc, char **argv)
 		uint64_t wake = d.next_cycle_ns;
 		int timeout, n;
 
-		if (msqd_conf_any_discover(&d.conf) && d.next_discover_ns < wake)
-			wake = d.next_discover_ns;
+		if (msqd_conf_any_discover(&d.conf)) {
+			if (d.next_discover_ns < wake)
+				wake = d.next_discover_ns;
+			if (d.conf.discover_trigger && d.next_watch_ns < wake)
+				wake = d.next_watch_ns;
+		}
 		d.now_ns = msqd_now_ns();
 		timeout = wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
 		n = epoll_wait(d.epfd, ev, 64, timeout);
@@ -323,6 +327,12 @@ int main(int argc, char **argv)
 			msqd_discover(&d);
 			d.now_ns = msqd_now_ns();
 			d.next_discover_ns = d.now_ns + d.conf.discover_interval_ns;
+		}
+		if (msqd_conf_any_discover(&d.conf) && d.conf.discover_trigger &&
+		    d.now_ns >= d.next_watch_ns) {
+			msqd_discover_watch(&d);
+			d.now_ns = msqd_now_ns();
+			d.next_watch_ns = d.now_ns + d.conf.discover_watch_ns;
 		}
 		if (d.now_ns >= next_timeouts) {
 			msqd_server_timeouts(&d);

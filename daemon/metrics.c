@@ -118,6 +118,8 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "cycles: %llu, last %.3f ms, max %.3f ms; protocol errors: %llu, regions refused: %llu\n",
 	    (unsigned long long)d->cycles, (double)d->last_cycle_ns / 1e6, (double)d->max_cycle_ns / 1e6,
 	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
+	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
+	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
 	put(&o, "daemon: cpu %.2f s, rss %s\n", cpu, msq_format_size(rss & ~UINT64_C(1023), a, sizeof(a)));
 	put(&o, "dropped: %s, kept (strong references): %s\n",
 	    msq_format_size(d->dropped_total & ~UINT64_C(4095), a, sizeof(a)),
@@ -210,6 +212,11 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 	put(&o, "madvseq_protocol_errors_total %llu\n", (unsigned long long)d->proto_errors);
 	prom_head(&o, "madvseq_regions_refused_total", "counter", "Registrations that /proc/PID/maps did not confirm.");
 	put(&o, "madvseq_regions_refused_total %llu\n", (unsigned long long)d->refused_regions);
+	prom_head(&o, "madvseq_discovery_scans_total", "counter",
+		  "Discovery scans of smaps (reason: the periodic full scan, or a cgroup's page-cache intake).");
+	put(&o, "madvseq_discovery_scans_total{reason=\"periodic\"} %llu\n"
+		"madvseq_discovery_scans_total{reason=\"intake\"} %llu\n",
+	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
 	prom_head(&o, "madvseq_daemon_cpu_seconds_total", "counter", "CPU time used by madvseqd (user+system).");
 	put(&o, "madvseq_daemon_cpu_seconds_total %.3f\n", cpu);
 	prom_head(&o, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.");

@@ -631,6 +631,7 @@ class Bench:
                 vmin = a.victim_size
                 series = []
                 res["series"] = series      # (s, streamer file cached, victim file cached)
+                res["t0"] = t0              # CLOCK_MONOTONIC, as in madvseqd -l debug
                 rc = 0
                 for _ in range(a.passes):
                     s = self.spawn(argv, env=env, stderr=errf, cpus=a.stream_cpus)

@@ -319,7 +319,7 @@ def case_kernel_switch():
 # --------------------------------------------------------------------------
 # The real daemon with real programs.
 
-def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=None):
+def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=None, trigger=False):
     need_root()
     size = 256 * M
     lag = 16 * M
@@ -329,7 +329,10 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
         cg = Cgroup(name, 1 << 30)
         try:
             glob = cg_glob(cg)
-            conf = "[daemon]\ndiscover_interval = 200ms\n[test]\nmatch = %s\nmode = pageout\n" % glob
+            # trigger: no periodic scan after the first (at start, before
+            # the streamer): only the page-cache intake can start one.
+            conf = "[daemon]\ndiscover_interval = %s\n[test]\nmatch = %s\nmode = pageout\n" % (
+                "30min" if trigger else "200ms", glob)
             if static:
                 conf += "discover = yes\n"
             if gate:
@@ -347,7 +350,7 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
             evict(data)
             stats = os.path.join(wd.path, "shim.stats")
             if static:
-                cmd, env = [tool("STREAMER_STATIC"), data, "100", "1500"], plain_env()
+                cmd, env = [tool("STREAMER_STATIC"), data, "300" if trigger else "100", "1500"], plain_env()
             else:
                 cmd = [tool("STREAMER"), data, "100", "1500"]
                 env = shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_STATS=stats, MADVSEQ_DEBUG=1)
@@ -383,6 +386,9 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
             check(faults or re.search(r"clients: 1 \(\d+ shim, \d+ discovered\)", seen) is not None and
                   ("pid %d %s" % (p.pid, kind)) in seen or (static and "1 discovered" in seen),
                   "the daemon listed the streamer as a %s client" % kind)
+            if trigger:
+                n = d.metric("madvseq_discovery_scans_total", '{reason="intake"}') or 0
+                check(n >= 1, "a scan was started by the page-cache intake (%d such scans)" % n)
             dropped = d.metric("madvseq_dropped_bytes_total", '{cgroup="%s"}' % glob) or 0
             print("daemon dropped %dM in the cgroup" % (dropped // M))
             if gate:
@@ -526,6 +532,7 @@ CASES = {
     "kernel-switch": case_kernel_switch,
     "shim": lambda: streaming_case("shim"),
     "discovery-static": lambda: streaming_case("static", static=True),
+    "discovery-trigger": lambda: streaming_case("trigger", static=True, trigger=True),
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
     "pressure-gate": lambda: streaming_case("gate", gate=True),
     "faults": lambda: streaming_case(

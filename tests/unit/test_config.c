@@ -34,6 +34,8 @@ int main(void)
 	CHECK(msq_parse_duration_ns("20", &v) == 0 && v == 20000000);
 	CHECK(msq_parse_duration_ns("1s", &v) == 0 && v == 1000000000);
 	CHECK(msq_parse_duration_ns("500us", &v) == 0 && v == 500000);
+	CHECK(msq_parse_duration_ns("30min", &v) == 0 && v == UINT64_C(1800) * 1000000000);
+	CHECK(msq_parse_duration_ns("1h", &v) == 0 && v == UINT64_C(3600) * 1000000000);
 	v = 7;
 	CHECK(msq_parse_duration_ns("50us", &v) == -EINVAL && v == 7); /* below 100 us */
 	CHECK(msq_parse_duration_ns("2h", &v) == -EINVAL && v == 7);
