@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <madvseq/protocol.h>
+
 #include "../common/stream.h"
 #include "cgroup.h"
 #include "conf.h"
@@ -137,10 +139,17 @@ void msqd_server_timeouts(struct msqd *d);
 /* Text replies for status / stats (metrics.c fills the buffer). */
 
 /* manage.c */
+/* precached: the client's snapshot (MSQ_REGION_SNAPSHOT), n ranges; NULL:
+ * the daemon takes its own (when the policy checks strong references). */
 int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t start,
 		    uint64_t len, uint64_t dev, uint64_t ino, uint64_t off, bool checked_vma,
-		    const char *path, bool shared, bool writable);
+		    const char *path, bool shared, bool writable, const struct msq_wire_range *precached,
+		    uint32_t nprecached);
 void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
+/* The client is about to unmap [start, end) of region i (or to exit):
+ * drops all of that part the policy lets go, now.  Returns bytes dropped. */
+uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+				uint64_t end);
 /* Returns bytes dropped in this pass. */
 uint64_t msqd_cycle(struct msqd *d);
 struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout);

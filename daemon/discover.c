@@ -170,7 +170,7 @@ static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *
 		if (found)
 			continue;
 		if (msqd_region_add(d, c, 0, v[j].start, v[j].end - v[j].start, v[j].dev, v[j].ino,
-				    v[j].off, true, v[j].path, v[j].shared, v[j].writable) == 0) {
+				    v[j].off, true, v[j].path, v[j].shared, v[j].writable, NULL, 0) == 0) {
 			c->r[c->nr - 1]->seen = true;
 			added++;
 			log_debug("pid %d: discovered %#llx-%#llx %s", (int)c->pid,

@@ -152,9 +152,25 @@ out:
 	close(fd);
 }
 
+/* The client's own snapshot, clipped to the region. */
+static int take_snapshot(struct msq_stream *s, const struct msq_wire_range *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a = v[i].start > s->start ? v[i].start : s->start;
+		uint64_t b = v[i].end < s->end ? v[i].end : s->end;
+		int rc;
+
+		if (a < b && (rc = msq_extents_add(&s->precached, a, b)) < 0)
+			return rc;
+	}
+	s->precached_known = true;
+	return 0;
+}
+
 int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t start,
 		    uint64_t len, uint64_t dev, uint64_t ino, uint64_t off, bool checked_vma,
-		    const char *path, bool shared, bool writable)
+		    const char *path, bool shared, bool writable, const struct msq_wire_range *precached,
+		    uint32_t nprecached)
 {
 	_cleanup_free_ struct check *k = calloc(1, sizeof(*k));
 	struct msqd_region *r, **v;
@@ -213,8 +229,15 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		r->kernel_fs = path && statfs(path, &sf) == 0 &&
 			       msq_kernel_dropbehind_covers_fs((long)sf.f_type);
 	}
-	if (c->cg->pol->strong_refs)
+	if (c->cg->pol->strong_refs && precached) {
+		if ((rc = take_snapshot(&r->s, precached, nprecached)) < 0) {
+			msq_stream_free(&r->s);
+			free(r);
+			return rc;
+		}
+	} else if (c->cg->pol->strong_refs) {
 		snapshot(d, c, &r->s, start, start + len);
+	}
 	c->r[c->nr++] = r;
 	c->cg->regions++;
 	/* A stream read from a warm cache moves a gigabyte a second: its
@@ -317,6 +340,57 @@ static int read_faults(struct msqd_client *c, uint64_t *out)
 	return 0;
 }
 
+/* The client's engine set for its cgroup's policy. */
+static void engine_for_policy(struct msqd *d, struct msqd_client *c)
+{
+	const struct msqd_policy *p = c->cg->pol;
+
+	c->eng.lag = p->lag;
+	c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
+	c->eng.filter_arg = d;
+}
+
+/* Drops s as its policy says (one cycle, or all of it when flush);
+ * counts what went.  Returns the cycle's result. */
+static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
+{
+	uint64_t before = s->st.dropped, kept = s->st.kept;
+	int64_t rc;
+
+	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
+	d->cur = c;
+	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
+	d->cur = NULL;
+	c->cg->dropped += s->st.dropped - before;
+	c->cg->kept_mapped += s->st.kept - kept;
+	d->dropped_total += s->st.dropped - before;
+	return rc;
+}
+
+uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+				uint64_t end)
+{
+	struct msqd_region *r = c->r[i];
+	struct msq_stream part;
+	int64_t rc;
+
+	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !gate_open(d, c->cg) ||
+	    (d->kernel_state == 1 && r->kernel_fs))
+		return 0;
+	if (start < r->s.start)
+		start = r->s.start;
+	if (end > r->s.end)
+		end = r->s.end;
+	if (start >= end || msq_stream_clip(&part, &r->s, start, end) < 0)
+		return 0;
+	engine_for_policy(d, c);
+	rc = cycle_region(d, c, &part, true);
+	msq_stream_free(&part);
+	if (rc == -ESRCH)
+		c->dead = true;
+	return rc > 0 ? (uint64_t)rc : 0;
+}
+
 uint64_t msqd_cycle(struct msqd *d)
 {
 	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
@@ -364,26 +438,19 @@ uint64_t msqd_cycle(struct msqd *d)
 			c->full_ns = d->now_ns;
 			c->busy = false;
 		}
-		c->eng.lag = p->lag;
-		c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
-		c->eng.filter_arg = d;
+		engine_for_policy(d, c);
 		for (size_t i = 0; i < c->nr; i++) {
 			struct msq_stream *s = &c->r[i]->s;
-			uint64_t before = s->st.dropped, kept = s->st.kept;
+			uint64_t before = s->st.dropped;
 			int64_t rc;
 
 			if (d->kernel_state == 1 && c->r[i]->kernel_fs) {
 				left_to_kernel++;
 				continue;
 			}
-			s->how = p->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
-			d->cur = c;
-			rc = msq_stream_cycle(&c->eng, s, d->now_ns, false);
-			d->cur = NULL;
+			rc = cycle_region(d, c, s, false);
 			if (s->st.dropped != before || rc < 0)
 				c->busy = true;
-			c->cg->dropped += s->st.dropped - before;
-			c->cg->kept_mapped += s->st.kept - kept;
 			total += s->st.dropped - before;
 			if (rc == -ESRCH) {
 				c->dead = true; /* gone; its pidfd will say so */
@@ -399,7 +466,6 @@ uint64_t msqd_cycle(struct msqd *d)
 	d->last_cycle_ns = msqd_now_ns() - t0;
 	if (d->last_cycle_ns > d->max_cycle_ns)
 		d->max_cycle_ns = d->last_cycle_ns;
-	d->dropped_total += total;
 	/* Fast streams: shorten the period so each cycle drops about
 	 * TARGET_PER_CYCLE; idle: back to the configured interval. */
 	if (total > TARGET_PER_CYCLE)

@@ -350,6 +350,20 @@ static size_t expected_size(uint16_t type)
 	return 0;
 }
 
+/* Fixed-size messages have exactly their size; REGISTER may carry its
+ * snapshot after the fixed part. */
+static bool size_ok(uint16_t type, const void *buf, size_t n)
+{
+	const struct msq_msg_register *r = buf;
+	size_t fixed = expected_size(type);
+
+	if (type != MSQ_MSG_REGISTER || n < fixed)
+		return fixed && n == fixed;
+	return r->nprecached <= MSQ_REGISTER_MAX_PRECACHED &&
+	       n == fixed + r->nprecached * sizeof(struct msq_wire_range) &&
+	       (r->nprecached == 0 || r->flags & MSQ_REGION_SNAPSHOT);
+}
+
 static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m)
 {
 	struct msq_msg_welcome w = { 0 };
@@ -386,7 +400,7 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 {
 	struct msq_msg_result res = { .id = m->id };
 
-	if (m->pad || m->flags & ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE))
+	if (m->flags & ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE | MSQ_REGION_SNAPSHOT))
 		return -EINVAL;
 	if (m->start % 4096 || m->length % 4096 || !m->length || m->start + m->length < m->start ||
 	    m->start + m->length > (UINT64_C(1) << 57) || m->offset % 4096)
@@ -395,7 +409,9 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 		res.status = -ENOSPC;
 	else
 		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
-					     m->offset, false, NULL, false, false);
+					     m->offset, false, NULL, false, false,
+					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
+					     m->nprecached);
 	if (res.status < 0) {
 		d->refused_regions++;
 		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,
@@ -410,11 +426,18 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 	struct msq_msg_result res = { 0 };
 	uint64_t end = m->start + m->length;
 
+	if (m->pad || m->flags & ~MSQ_UNREGISTER_FINAL)
+		return -EINVAL;
 	if (end < m->start)
 		end = UINT64_MAX;
-	for (size_t i = c->nr; i-- > 0;)
-		if (c->r[i]->s.start < end && c->r[i]->s.end > m->start)
-			msqd_region_remove(d, c, i);
+	for (size_t i = c->nr; i-- > 0;) {
+		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
+			continue;
+		/* Still mapped: the client waits for this answer to unmap. */
+		if (m->flags & MSQ_UNREGISTER_FINAL)
+			msqd_region_final_drop(d, c, i, m->start, end);
+		msqd_region_remove(d, c, i);
+	}
 	return send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 
@@ -458,7 +481,7 @@ static int handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t
 		send_error(c, h->seq, -EPROTONOSUPPORT);
 		return -EPROTONOSUPPORT;
 	}
-	if (h->size != n || expected_size(h->type) != n)
+	if (h->size != n || !size_ok(h->type, buf, n))
 		return -EBADMSG; /* truncated, padded, or of an unknown type */
 	if (!c->hello && h->type != MSQ_MSG_HELLO)
 		return -EPROTO;

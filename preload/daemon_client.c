@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "readpath.h"
 #include "regions.h"
 
 /* Away from the numbers programs use (the pagemap descriptor sits at 512). */
@@ -22,6 +24,11 @@
 #define RETRY_MAX_NS (UINT64_C(8) * 1000 * 1000 * 1000)
 /* Registrations sent before their answers are read. */
 #define MAX_IN_FLIGHT 32
+/* How long munmap/exit waits for the daemon's final drop of a range (it
+ * pages out at most a lag, a few milliseconds), and the first managed
+ * read waits for the cgroup's policy. */
+#define FINAL_WAIT_NS (UINT64_C(50) * 1000 * 1000)
+#define POLICY_WAIT_NS (UINT64_C(20) * 1000 * 1000)
 
 enum { ST_OFF, ST_HELLO, ST_READY };
 enum { E_SENT, E_ACKED, E_REFUSED };
@@ -44,6 +51,10 @@ static struct {
 	uint64_t next_try_ns, backoff_ns;
 	struct entry *e;
 	size_t n, cap;
+	uint32_t await_seq; /* a request whose answer someone waits for */
+	bool await_done;
+	uint32_t policy_seq;
+	bool policy_asked, policy_known, read_from_env;
 } g = { .fd = -1 };
 
 void msq_daemon_init(void)
@@ -55,6 +66,8 @@ void msq_daemon_init(void)
 	if (v && *v && msq_parse_bool(v, &on) < 0)
 		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (1 or 0); using 1", v);
 	g.disabled = !on;
+	v = getenv("MADVSEQ_READ");
+	g.read_from_env = v && *v;
 	if (!p || !*p)
 		p = MSQ_DEFAULT_SOCKET;
 	if (strlen(p) >= sizeof(g.path)) {
@@ -149,6 +162,22 @@ static void try_connect(void)
 	if (send_msg(&hello, MSQ_MSG_HELLO, sizeof(hello)) < 0 ||
 	    send_msg(&pol, MSQ_MSG_POLICY_GET, sizeof(pol)) < 0)
 		disconnect("cannot talk to it", g.backoff_ns);
+	else
+		g.policy_seq = g.seq;
+}
+
+/* The cgroup's policy for the read path, which the shim runs itself:
+ * the program's own MADVSEQ_READ wins. */
+static void apply_policy(const struct msq_msg_policy *p)
+{
+	if (p->read > MSQ_READ_ALL)
+		return;
+	if (g.read_from_env) {
+		msq_debug("madvseqd policy read=%s: MADVSEQ_READ is set, which wins",
+			  msq_read_mode_name((enum msq_read_mode)p->read));
+		return;
+	}
+	msq_readpath_set_mode((enum msq_read_mode)p->read);
 }
 
 static struct entry *find_seq(uint32_t seq)
@@ -202,15 +231,24 @@ static bool read_replies(void)
 		case MSQ_MSG_RESULT: {
 			struct entry *e = n == sizeof(m.r) ? find_seq(m.h.seq) : NULL;
 
+			if (g.await_seq && m.h.seq == g.await_seq)
+				g.await_done = true;
+
 			if (e && e->id == m.r.id)
 				e->state = m.r.status == 0 ? E_ACKED : E_REFUSED;
 			break;
 		}
 		case MSQ_MSG_POLICY:
-			if (n == sizeof(m.p))
-				msq_debug("madvseqd policy for this cgroup: mode=%s lag=%llu",
+			if (n == sizeof(m.p)) {
+				msq_debug("madvseqd policy for this cgroup: mode=%s lag=%llu read=%s",
 					  msq_mode_name((enum msq_mode)m.p.mode),
-					  (unsigned long long)m.p.lag);
+					  (unsigned long long)m.p.lag,
+					  m.p.read <= MSQ_READ_ALL ? msq_read_mode_name((enum msq_read_mode)m.p.read) : "?");
+				apply_policy(&m.p);
+				g.policy_known = true;
+			}
+			if (g.await_seq && m.h.seq == g.await_seq)
+				g.await_done = true;
 			break;
 		default:
 			break;
@@ -228,12 +266,31 @@ static struct entry *find(const struct msq_region *r)
 
 static int register_region(struct msq_region *r)
 {
-	struct msq_msg_register m = {
+	union {
+		struct msq_msg_register m;
+		char raw[sizeof(struct msq_msg_register) +
+			 MSQ_REGISTER_MAX_PRECACHED * sizeof(struct msq_wire_range)];
+	} u;
+	struct msq_msg_register *m = &u.m;
+	uint32_t size = sizeof(*m);
+	int rc;
+
+	*m = (struct msq_msg_register){
 		.id = r->id, .start = r->s.start, .length = r->s.end - r->s.start,
 		.dev = (uint64_t)r->s.dev, .ino = (uint64_t)r->s.ino, .offset = r->s.file_off,
 		.flags = (r->s.shared ? MSQ_REGION_SHARED : 0) | (r->s.writable ? MSQ_REGION_WRITABLE : 0),
 	};
-	int rc;
+	/* What was cached before the program read this range, as seen when
+	 * it advised it: the daemon's own look would come later, and count
+	 * the stream's read-ahead as cached before. */
+	if (r->s.precached_known && r->s.precached.n <= MSQ_REGISTER_MAX_PRECACHED) {
+		m->flags |= MSQ_REGION_SNAPSHOT;
+		m->nprecached = (uint32_t)r->s.precached.n;
+		for (size_t i = 0; i < r->s.precached.n; i++)
+			m->precached[i] = (struct msq_wire_range){ r->s.precached.v[i].start,
+							      r->s.precached.v[i].end };
+		size += m->nprecached * (uint32_t)sizeof(struct msq_wire_range);
+	}
 
 	if (g.n == g.cap) {
 		size_t cap = g.cap ? g.cap * 2 : 16;
@@ -244,7 +301,7 @@ static int register_region(struct msq_region *r)
 		g.e = v;
 		g.cap = cap;
 	}
-	if ((rc = send_msg(&m, MSQ_MSG_REGISTER, sizeof(m))) < 0)
+	if ((rc = send_msg(m, MSQ_MSG_REGISTER, size)) < 0)
 		return rc;
 	g.e[g.n++] = (struct entry){ r->id, r->s.start, r->s.end, g.seq, E_SENT };
 	return 0;
@@ -293,17 +350,45 @@ void msq_daemon_sync(void)
 	}
 }
 
-void msq_daemon_forget_locked(uint64_t start, uint64_t end)
+/*
+ * Waits up to wait_ns for the answer to request seq, reading the other
+ * replies meanwhile.  False on timeout or a lost connection.  Syscalls
+ * only, no allocation: _exit uses it too.
+ */
+static bool await_reply(uint32_t seq, uint64_t wait_ns)
+{
+	uint64_t deadline = msq_now_ns() + wait_ns;
+	bool done = false;
+
+	g.await_seq = seq;
+	g.await_done = false;
+	while (g.fd >= 0) {
+		struct pollfd pfd = { .fd = g.fd, .events = POLLIN };
+		uint64_t now;
+
+		if (!read_replies() || (done = g.await_done))
+			break;
+		if ((now = msq_now_ns()) >= deadline)
+			break;
+		if (poll(&pfd, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
+			break;
+	}
+	g.await_seq = 0;
+	return done;
+}
+
+void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final)
 {
 	struct msq_msg_unregister m = { .start = start, .length = end - start };
 	size_t j = 0;
-	bool any = false;
+	bool any = false, acked = false;
 
 	if (g.fd < 0 || g.state != ST_READY)
 		return;
 	for (size_t i = 0; i < g.n; i++) {
 		if (g.e[i].start < end && g.e[i].end > start) {
 			any = true;
+			acked |= g.e[i].state == E_ACKED;
 			continue;
 		}
 		g.e[j++] = g.e[i];
@@ -311,10 +396,53 @@ void msq_daemon_forget_locked(uint64_t start, uint64_t end)
 	g.n = j;
 	if (!any)
 		return;
+	/* The daemon's regions: it drops their last lag, with its checks,
+	 * before the range goes. */
+	if (final && acked)
+		m.flags = MSQ_UNREGISTER_FINAL;
 	/* Told before the range goes.  If the message cannot be sent, closing
 	 * the connection is what stops the daemon (it forgets all of ours). */
-	if (!fd_is_ours() || send_msg(&m, MSQ_MSG_UNREGISTER, sizeof(m)) < 0)
+	if (!fd_is_ours() || send_msg(&m, MSQ_MSG_UNREGISTER, sizeof(m)) < 0) {
 		disconnect("cannot tell it about an unmapped range", RETRY_MIN_NS);
+		return;
+	}
+	if (m.flags && !await_reply(g.seq, FINAL_WAIT_NS) && g.fd >= 0)
+		msq_debug("madvseqd did not confirm the final drop of %#llx-%#llx in time; "
+			  "its last lag may stay cached", (unsigned long long)start,
+			  (unsigned long long)end);
+}
+
+void msq_daemon_release_all_locked(void)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < g.n; i++) {
+		if (g.e[i].start < lo)
+			lo = g.e[i].start;
+		if (g.e[i].end > hi)
+			hi = g.e[i].end;
+	}
+	if (lo < hi)
+		msq_daemon_forget_locked(lo, hi, true);
+}
+
+void msq_daemon_ask_policy(void)
+{
+	if (g.disabled || __atomic_load_n(&g.policy_asked, __ATOMIC_ACQUIRE))
+		return;
+	msq_regions_lock();
+	if (!g.policy_asked) {
+		__atomic_store_n(&g.policy_asked, true, __ATOMIC_RELEASE);
+		if (g.fd >= 0 && !fd_is_ours()) {
+			g.fd = -1;
+			disconnect("lost the daemon's socket", RETRY_MIN_NS);
+		}
+		if (g.fd < 0 && msq_now_ns() >= g.next_try_ns)
+			try_connect();
+		if (g.fd >= 0 && !g.policy_known)
+			await_reply(g.policy_seq, POLICY_WAIT_NS);
+	}
+	msq_regions_unlock();
 }
 
 void msq_daemon_atfork_child(void)

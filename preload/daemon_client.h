@@ -12,13 +12,17 @@
  *
  * Everything runs with the region table lock held, on the engine thread,
  * except msq_daemon_forget_locked (any thread that holds the lock).  All
- * socket calls are non-blocking: nothing here ever stalls the program.
+ * socket calls are non-blocking; the program waits only where the daemon
+ * must act first: at munmap of a delegated region and at exit (for the
+ * final drop, up to 50 ms), and for the policy before its first managed
+ * read (up to 20 ms, once).
  * The socket is close-on-exec, at a descriptor number >= 520, and is
  * never used again if the program closes or replaces it.
  */
 #ifndef MSQ_DAEMON_CLIENT_H
 #define MSQ_DAEMON_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shim.h"
@@ -29,8 +33,18 @@ void msq_daemon_init(void) MSQ_HIDDEN;
  * registers new regions, sets each region's delegated flag. */
 void msq_daemon_sync(void) MSQ_HIDDEN;
 /* Table lock held: [start, end) is about to stop being what was
- * registered (munmap, mremap, MADV_NORMAL): tell the daemon first. */
-void msq_daemon_forget_locked(uint64_t start, uint64_t end) MSQ_HIDDEN;
+ * registered (munmap, mremap, MADV_NORMAL): tell the daemon first.
+ * final (munmap): the daemon drops the range's last lag first, and this
+ * waits for it (up to 50 ms). */
+void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
+/* Table lock held, the process exiting: the final drop of every region
+ * the daemon manages.  No allocation (safe in _exit). */
+void msq_daemon_release_all_locked(void) MSQ_HIDDEN;
+/* The read path is about to manage its first file: once per process,
+ * connects (if it is not yet) and waits briefly (20 ms) for the cgroup's
+ * policy, whose read = key then applies unless MADVSEQ_READ is set.
+ * Takes the table lock. */
+void msq_daemon_ask_policy(void) MSQ_HIDDEN;
 /* Fork child: the parent's connection is not the child's. */
 void msq_daemon_atfork_child(void) MSQ_HIDDEN;
 

@@ -236,6 +236,7 @@ void msq_engine_shutdown(void)
 	g_stopping = true;
 	if (g_kick_cond_ready)
 		pthread_cond_signal(&g_kick_cond);
+	msq_daemon_release_all_locked();
 	msq_regions_clear(msq_engine_retire, (void *)"at exit");
 	if (msq_cfg.debug && g_done.regions)
 		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly referenced), "
@@ -258,6 +259,7 @@ void msq_engine_exit_flush(void)
 		if (++tries == 100 || nanosleep(&pause, NULL) < 0)
 			return;
 	g_stopping = true;
+	msq_daemon_release_all_locked();
 	for (size_t i = 0;; i++) {
 		struct msq_region *r = msq_regions_at(i);
 

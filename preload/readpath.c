@@ -52,6 +52,7 @@
 #include "../common/extents.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
+#include "daemon_client.h"
 #include "fdtable.h"
 
 #ifndef RWF_DONTCACHE
@@ -465,6 +466,11 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		return MSQ_FD_IGNORED;
 	if (!msq_is_owner())
 		return NULL; /* a vfork child: the table is its parent's */
+	/* The first file this process would manage: the daemon's policy for
+	 * its cgroup first (once), which may turn the read path off. */
+	msq_daemon_ask_policy();
+	if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == MSQ_READ_OFF)
+		return NULL;
 	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
 	if (fl < 0 || fstat(fd, &st) < 0)
 		return NULL; /* not open: nothing to remember */
@@ -1393,6 +1399,13 @@ static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 void msq_readpath_atfork_child(void)
 {
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
+}
+
+void msq_readpath_set_mode(enum msq_read_mode m)
+{
+	if (m != __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE))
+		msq_debug("read path: %s (the cgroup's policy from madvseqd)", msq_read_mode_name(m));
+	__atomic_store_n(&g_mode, m, __ATOMIC_RELEASE);
 }
 
 void msq_readpath_init(void)

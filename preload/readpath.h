@@ -23,10 +23,14 @@
 #ifndef MSQ_READPATH_H
 #define MSQ_READPATH_H
 
+#include <madvseq/policy.h>
+
 #include "shim.h"
 
 /* Resolves the real functions and reads MADVSEQ_DONTCACHE (from init). */
 void msq_readpath_init(void) MSQ_HIDDEN;
+/* The mode the daemon's policy for this cgroup asks for (read = key). */
+void msq_readpath_set_mode(enum msq_read_mode m) MSQ_HIDDEN;
 /* In a fork child: states are now inherited copies. */
 void msq_readpath_atfork_child(void) MSQ_HIDDEN;
 

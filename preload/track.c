@@ -165,7 +165,7 @@ void msq_track_forget_locked(uint64_t start, uint64_t end, bool flush)
 {
 	void (*retire)(struct msq_region *, void *) = flush ? msq_engine_retire : retire_quietly;
 
-	msq_daemon_forget_locked(start, end);
+	msq_daemon_forget_locked(start, end, flush);
 	if (msq_regions_remove(start, end, retire, NULL) < 0)
 		/* Out of memory: a stale entry could aim the engine at whatever
 		 * is mapped there next, so stop tracking everything instead. */
@@ -175,7 +175,7 @@ void msq_track_forget_locked(uint64_t start, uint64_t end, bool flush)
 void msq_track_moved(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
 		     bool keep_old)
 {
-	msq_daemon_forget_locked(old, old + old_len);
+	msq_daemon_forget_locked(old, old + old_len, false);
 	if (msq_regions_move(old, old_len, new_addr, new_len, keep_old) < 0)
 		msq_regions_clear(retire_quietly, NULL);
 }

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define MSQ_PROTO_MAGIC UINT32_C(0x3151534d) /* "MSQ1" */
-#define MSQ_PROTO_VERSION 1
+#define MSQ_PROTO_VERSION 2
 #define MSQ_DEFAULT_SOCKET "/run/madvseq/madvseqd.sock"
 /* Largest message either side sends (a text reply chunk). */
 #define MSQ_MSG_MAX 65536
@@ -78,9 +78,20 @@ struct msq_msg_welcome {
 };
 #define MSQ_WELCOME_DELEGATE 1u /* registered regions are the daemon's work */
 
-/* REGISTER: one range of a file mapping the client reads sequentially. */
+/* REGISTER: one range of a file mapping the client reads sequentially.
+ * With MSQ_REGION_SNAPSHOT the message ends in the client's own record of
+ * what was cached before its program read the range (taken when it
+ * advised MADV_SEQUENTIAL, so unlike a snapshot the daemon could take
+ * now, it does not count the stream's own read-ahead): nprecached address
+ * ranges inside [start, start + length), sorted, not overlapping.  The
+ * message is then sizeof(struct msq_msg_register) + nprecached * 16. */
 #define MSQ_REGION_SHARED 1u   /* MAP_SHARED */
 #define MSQ_REGION_WRITABLE 2u /* PROT_WRITE */
+#define MSQ_REGION_SNAPSHOT 4u /* precached[] is the client's snapshot */
+#define MSQ_REGISTER_MAX_PRECACHED 256
+struct msq_wire_range {
+	uint64_t start, end; /* [start, end) */
+};
 struct msq_msg_register {
 	struct msq_msg_hdr h;
 	uint64_t id;     /* the client's name for the range */
@@ -90,15 +101,24 @@ struct msq_msg_register {
 	uint64_t ino;
 	uint64_t offset; /* file offset mapped at start */
 	uint32_t flags;  /* MSQ_REGION_* */
-	uint32_t pad;
+	uint32_t nprecached; /* 0 without MSQ_REGION_SNAPSHOT */
+	struct msq_wire_range precached[];
 };
 
 /* UNREGISTER: stop managing whatever registered range overlaps
- * [start, start + length); sent before the client unmaps it. */
+ * [start, start + length); sent before the client unmaps or moves it.
+ * With MSQ_UNREGISTER_FINAL (the client is about to unmap the range, or
+ * to exit) the daemon first drops what its policy would drop of that
+ * range once the reader is done with it (all of it but strong references
+ * and what was cached before), then answers; the client waits for that
+ * RESULT, briefly, before unmapping. */
+#define MSQ_UNREGISTER_FINAL 1u
 struct msq_msg_unregister {
 	struct msq_msg_hdr h;
 	uint64_t start;
 	uint64_t length;
+	uint32_t flags;  /* MSQ_UNREGISTER_* */
+	uint32_t pad;
 };
 
 /* POLICY_GET, STATUS, STATS: a bare header; STATS may carry a format. */
@@ -118,7 +138,9 @@ struct msq_msg_result {
 	uint64_t id;     /* REGISTER's id; 0 for UNREGISTER */
 };
 
-/* POLICY: the client's cgroup policy as the daemon resolved it. */
+/* POLICY: the client's cgroup policy as the daemon resolved it.  The
+ * shim applies `read' to its read path (which it runs itself) unless the
+ * program's environment sets MADVSEQ_READ. */
 struct msq_msg_policy {
 	struct msq_msg_hdr h;
 	uint32_t mode;   /* enum msq_mode */

@@ -2,7 +2,7 @@
 /*
  * Hostile and odd clients of madvseqd, one per subcommand:
  *
- *   hostile SOCKET malformed|truncated|oversized|out-of-order|bad-version
+ *   hostile SOCKET malformed|truncated|oversized|out-of-order|bad-version|bad-snapshot|garbage
  *       sends one bad message; passes if the daemon hangs up.
  *   hostile SOCKET lie-region FILE
  *       registers ranges that are not what it maps; all must be refused,
@@ -218,6 +218,15 @@ static int bad_message(const char *what)
 		m.r.start = 0x10000;
 		m.r.length = 4096;
 		size = sizeof(m.r);
+	} else if (!strcmp(what, "bad-snapshot")) {
+		/* A REGISTER whose snapshot count and size disagree. */
+		m.r.h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, MSQ_MSG_REGISTER, 0, 1 };
+		m.r.start = 0x10000;
+		m.r.length = 4096;
+		m.r.flags = MSQ_REGION_SNAPSHOT;
+		m.r.nprecached = 3;
+		size = sizeof(m.r) + 2 * sizeof(struct msq_wire_range);
+		m.r.h.size = (uint32_t)size;
 	} else if (!strcmp(what, "bad-version")) {
 		m.h.h.version = 99;
 	} else if (!strcmp(what, "garbage")) {

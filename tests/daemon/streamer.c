@@ -6,15 +6,18 @@
  * Built twice: dynamic (run under the shim) and -static (which the shim
  * cannot reach: the daemon must find it through smaps).
  *
- *   streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES]
+ *   streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit]
  *
  * MIB_PER_SEC paces the reading (0: as fast as it goes); HOLD_MS keeps
- * the mapping after the last pass (so a test can look at it).
+ * the mapping after the last pass (so a test can look at it); the last
+ * argument says how it ends: munmap (default) and return, or exit() or
+ * _exit() with the file still mapped.
  */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -40,7 +43,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES]\n");
+		fprintf(stderr, "usage: streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit]\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY);
@@ -73,6 +76,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (hold > 0)
 		usleep((useconds_t)hold * 1000);
+	if (argc > 5 && !strcmp(argv[5], "exit"))
+		exit(0);
+	if (argc > 5 && !strcmp(argv[5], "_exit"))
+		_exit(0);
 	munmap((void *)p, len);
 	return 0;
 }

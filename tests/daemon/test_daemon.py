@@ -416,6 +416,9 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 print("shim stats: %s" % s)
                 check(int(s.get("bytes_dropped", "1")) < 8 * M,
                       "the in-process engine stayed (nearly) idle: dropped %sB" % s.get("bytes_dropped"))
+                # At munmap the shim asks the daemon for the final drop of
+                # the last lag and waits for it; the file was cold before.
+                check(after <= M, "the daemon's final drop at munmap left %dK cached" % (after // 1024))
             if kill_daemon:
                 check("madvseqd at %s does the work" % d.sock in err and
                       err.count("does the work") >= 2, "the shim handed over, carried on alone, "
@@ -435,6 +438,64 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
 def failures_now():
     import msqtest
     return bool(msqtest.failures)
+
+
+def case_final_drop(end):
+    """A delegated region's last lag goes when the program exits with the
+    file still mapped (exit() runs the destructor, _exit() the wrapper):
+    the shim asks the daemon for the final drop and waits for it."""
+    need_root()
+    size = 128 * M
+    with Workdir("final-" + end) as wd:
+        data = wd.file("data", size)
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n")
+        evict(data)
+        p = subprocess.run([tool("STREAMER"), data, "200", "300", "1", end],
+                           env=shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_DEBUG="1"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        left = cached(data)
+        print("%s: %dK of %dM left cached" % (end, left // 1024, size // M))
+        check(p.returncode == 0 and "does the work" in p.stderr, "the daemon managed the stream")
+        check(left <= M, "%s with the file mapped: the daemon dropped the last lag (%dK left)"
+              % (end, left // 1024))
+        if failures_now():
+            print(p.stderr[-2000:])
+            d.dump_log()
+        d.stop()
+    done()
+
+
+def case_read_policy():
+    """The cgroup's read = key reaches the shim's read path; MADVSEQ_READ wins."""
+    need_root()
+    size = 64 * M
+    with Workdir("read-policy") as wd:
+        data = wd.file("data", size)
+        for read, env_read, want_dropped in (("off", None, False), ("advised", None, True),
+                                             ("off", "advised", True)):
+            d = Daemon(wd.path, "[/*]\nmode = pageout\nread = %s\n" % read, name="r" + read)
+            evict(data)
+            extra = {"MADVSEQ_SOCKET": d.sock, "MADVSEQ_DEBUG": "1"}
+            if env_read:
+                extra["MADVSEQ_READ"] = env_read
+            # cat advises POSIX_FADV_SEQUENTIAL: managed in "advised" mode.
+            p = subprocess.run(["cat", data], env=shim_env(**extra), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+            left = cached(data)
+            what = "read = %s%s" % (read, ", MADVSEQ_READ=" + env_read if env_read else "")
+            print("%s: %dM of %dM left cached" % (what, left // M, size // M))
+            check(p.returncode == 0, "%s: cat succeeded" % what)
+            if want_dropped:
+                check(left <= 8 * M, "%s: the read path dropped the file behind cat" % what)
+            else:
+                check(left >= size - M, "%s: the file stayed cached" % what)
+                check("read path: off (the cgroup's policy from madvseqd)" in p.stderr,
+                      "%s: the shim says where the mode came from" % what)
+            if failures_now():
+                print(p.stderr[-2000:])
+                d.dump_log()
+            d.stop()
+    done()
 
 
 def case_strong_refs():
@@ -531,6 +592,9 @@ CASES = {
     "reload": case_reload,
     "kernel-switch": case_kernel_switch,
     "shim": lambda: streaming_case("shim"),
+    "read-policy": case_read_policy,
+    "final-exit": lambda: case_final_drop("exit"),
+    "final-_exit": lambda: case_final_drop("_exit"),
     "discovery-static": lambda: streaming_case("static", static=True),
     "discovery-trigger": lambda: streaming_case("trigger", static=True, trigger=True),
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
@@ -545,7 +609,7 @@ CASES = {
                           "enable_random name=madvseq/pagemap/*,probability=0.02"]),
     "strong-refs": case_strong_refs,
 }
-for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version", "garbage",
+for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version", "bad-snapshot", "garbage",
            "lie-region", "lie-pid", "silent", "many", "exit-mid", "pid-reuse"):
     CASES["hostile-" + _w] = (lambda w: lambda: case_hostile(w))(_w)
 
