@@ -198,6 +198,9 @@ def case_check_config():
         "bad-syntax.conf": ":3: not a 'key = value' line",
         "bad-lag.conf": ":2: lag: '1M'",
         "bad-pressure.conf": ":2: pressure: '120%'",
+        # libinih would cut the name to 49 characters and match other cgroups
+        "bad-long-section.conf": ":4: section name longer than 49 characters",
+        "bad-trigger.conf": ":2: discover_trigger: 'lots'",
     }
     for f, w in sorted(bad.items()):
         path = os.path.join(FIXTURES, "conf", f)
