@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fault.h"
@@ -203,8 +204,19 @@ static int advise(struct msq_engine *e, const struct msq_extents *set, int advic
 		}
 		iov[n++] = (struct iovec){ a, len };
 		if (n == MAX_IOV || i + 1 == set->n) {
+			struct timespec t0, t1;
+			int rc = 0;
+
+			/* The CPU the call costs us: mostly the reclaim
+			 * MADV_PAGEOUT does in the caller's context. */
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 			if (msq_process_madvise(e->pidfd, iov, n, advice) < 0)
-				return -errno;
+				rc = -errno;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+			e->advice_cpu_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000L +
+						       (t1.tv_nsec - t0.tv_nsec));
+			if (rc < 0)
+				return rc;
 			n = 0;
 		}
 	}

@@ -69,6 +69,7 @@ struct msq_engine {
 	int (*filter)(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop,
 		      void *arg);
 	void *filter_arg;
+	uint64_t advice_cpu_ns;  /* CPU time spent in process_madvise (pidfd >= 0) */
 };
 
 void msq_engine_init(struct msq_engine *e, int pidfd, uint64_t lag);

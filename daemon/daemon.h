@@ -120,7 +120,9 @@ struct msqd {
 	uint64_t kernel_regions; /* regions left to the kernel in the last cycle */
 	bool refs_ok;        /* kpageflags usable */
 	bool refs_warned;
-	int kpageflags_fd, kpagecount_fd;
+	int kpageflags_fd;
+	uint64_t kpageflags_reads; /* frames whose flags were read (cost) */
+	uint64_t advice_cpu_ns;    /* CPU spent inside process_madvise (reclaim) */
 	uint64_t started_ns;
 	struct msqd_client *cur; /* the client being cycled (for refs.c) */
 };

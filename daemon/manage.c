@@ -31,7 +31,7 @@
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 /* Aim for about this much to drop per cycle while streams run (as the
  * shim's engine does). */
-#define TARGET_PER_CYCLE MSQ_CHUNK
+#define TARGET_PER_CYCLE (4 * MSQ_CHUNK)
 
 struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout)
 {
@@ -354,13 +354,14 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
  * counts what went.  Returns the cycle's result. */
 static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
 {
-	uint64_t before = s->st.dropped, kept = s->st.kept;
+	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
 	d->cur = c;
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
 	d->cur = NULL;
+	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
 	d->dropped_total += s->st.dropped - before;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/config.h"
@@ -70,9 +71,16 @@ static void self_usage(double *cpu_s, uint64_t *rss)
 	long pages = 0, res = 0;
 	FILE *f = fopen("/proc/self/statm", "re");
 
-	getrusage(RUSAGE_SELF, &ru);
-	*cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-		 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	struct timespec ts;
+
+	/* The scheduler's exact count, not the tick-sampled rusage split. */
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0) {
+		*cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	} else {
+		getrusage(RUSAGE_SELF, &ru);
+		*cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	}
 	if (f) {
 		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
 			res = 0;
@@ -120,10 +128,12 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
 	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
 	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
-	put(&o, "daemon: cpu %.2f s, rss %s\n", cpu, msq_format_size(rss & ~UINT64_C(1023), a, sizeof(a)));
-	put(&o, "dropped: %s, kept (strong references): %s\n",
+	put(&o, "daemon: cpu %.3f s (%.3f s of it inside process_madvise: reclaim), rss %s\n", cpu,
+	    (double)d->advice_cpu_ns / 1e9, msq_format_size(rss & ~UINT64_C(1023), a, sizeof(a)));
+	put(&o, "dropped: %s, kept (strong references): %s; page flags read: %llu frames\n",
 	    msq_format_size(d->dropped_total & ~UINT64_C(4095), a, sizeof(a)),
-	    msq_format_size(d->kept_strong_total, b, sizeof(b)));
+	    msq_format_size(d->kept_strong_total, b, sizeof(b)),
+	    (unsigned long long)d->kpageflags_reads);
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
 		if (!g->clients && !g->dropped)
 			continue;
@@ -217,8 +227,14 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 	put(&o, "madvseq_discovery_scans_total{reason=\"periodic\"} %llu\n"
 		"madvseq_discovery_scans_total{reason=\"intake\"} %llu\n",
 	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
+	prom_head(&o, "madvseq_kpageflags_reads_total", "counter",
+		  "Page frames whose /proc/kpageflags entry the strong-reference check read.");
+	put(&o, "madvseq_kpageflags_reads_total %llu\n", (unsigned long long)d->kpageflags_reads);
 	prom_head(&o, "madvseq_daemon_cpu_seconds_total", "counter", "CPU time used by madvseqd (user+system).");
 	put(&o, "madvseq_daemon_cpu_seconds_total %.3f\n", cpu);
+	prom_head(&o, "madvseq_daemon_advice_cpu_seconds_total", "counter",
+		  "CPU time madvseqd spent inside process_madvise: the reclaim MADV_PAGEOUT does in its context.");
+	put(&o, "madvseq_daemon_advice_cpu_seconds_total %.6f\n", (double)d->advice_cpu_ns / 1e9);
 	prom_head(&o, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.");
 	put(&o, "madvseq_daemon_rss_bytes %llu\n", (unsigned long long)rss);
 	prom_head(&o, "madvseq_dropped_bytes_total", "counter", "Page cache bytes dropped behind readers, per cgroup.");
