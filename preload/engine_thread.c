@@ -14,6 +14,7 @@
 #include "../common/config.h"
 #include "../common/fault.h"
 #include "daemon_client.h"
+#include "readpath.h"
 
 /* Where the pagemap descriptor goes, away from the numbers programs use. */
 #define HIGH_FD 512
@@ -199,6 +200,7 @@ static void write_stats(void)
 	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
 	const char *p = msq_cfg.stats_path;
 	size_t n = 0;
+	uint64_t rfiles, radvised;
 	int fd, len;
 
 	/* "%p" in the name becomes the pid: one file per process of a tree. */
@@ -211,13 +213,14 @@ static void write_stats(void)
 		}
 	}
 	path[n] = '\0';
+	msq_readpath_totals(&rfiles, &radvised);
 	len = snprintf(buf, sizeof(buf),
 		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
 		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
-		       "\nkernel_covers=%d\n",
+		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64 "\n",
 		       (int)getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
-		       msq_cfg.kernel_covers);
+		       msq_cfg.kernel_covers, rfiles, radvised);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		msq_warn("MADVSEQ_STATS: cannot write %s: %s", path, strerror(errno));

@@ -318,6 +318,21 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 		snap_start(fd, s, d, floor_chunk(off));
 }
 
+/* Process totals for MADVSEQ_STATS: files managed, bytes advised away. */
+static uint64_t g_files, g_advised;
+
+static void count_advised(struct msq_fd *s, uint64_t n)
+{
+	s->advised += n;
+	__atomic_add_fetch(&g_advised, n, __ATOMIC_RELAXED);
+}
+
+void msq_readpath_totals(uint64_t *files, uint64_t *advised)
+{
+	*files = __atomic_load_n(&g_files, __ATOMIC_RELAXED);
+	*advised = __atomic_load_n(&g_advised, __ATOMIC_RELAXED);
+}
+
 /* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
 static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, uint64_t to)
 {
@@ -329,7 +344,7 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
 			e += CHUNK;
 		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
-			s->advised += e - c;
+			count_advised(s, e - c);
 		c = e - CHUNK;
 	}
 }
@@ -368,7 +383,7 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 				continue;
 			}
 			if (cs.nr_cache && sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
-				s->advised += CHUNK;
+				count_advised(s, CHUNK);
 		}
 		c += CHUNK;
 	}
@@ -515,6 +530,7 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		urcu_bp_synchronize_rcu();
 		free_state(old);
 	}
+	__atomic_add_fetch(&g_files, 1, __ATOMIC_RELAXED);
 	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
 		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
 		  s->flags & F_CANWRITE ? ", write-behind" : "");

@@ -23,6 +23,8 @@
 #ifndef MSQ_READPATH_H
 #define MSQ_READPATH_H
 
+#include <stdint.h>
+
 #include <madvseq/policy.h>
 
 #include "shim.h"
@@ -31,6 +33,8 @@
 void msq_readpath_init(void) MSQ_HIDDEN;
 /* The mode the daemon's policy for this cgroup asks for (read = key). */
 void msq_readpath_set_mode(enum msq_read_mode m) MSQ_HIDDEN;
+/* Totals of this process: files managed, bytes advised DONTNEED. */
+void msq_readpath_totals(uint64_t *files, uint64_t *advised) MSQ_HIDDEN;
 /* In a fork child: states are now inherited copies. */
 void msq_readpath_atfork_child(void) MSQ_HIDDEN;
 

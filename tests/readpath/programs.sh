@@ -72,6 +72,18 @@ shim MADVSEQ_READ=off sha256sum "$SRC" > /dev/null
 c=$(cached "$SRC")
 [ "$c" -ge $((plain - SLACK)) ] && ok "off: sha256sum leaves the cache alone" || fail "off: sha256sum dropped pages"
 
+# MADVSEQ_STATS counts the read path: one file, what it advised away.
+evict "$SRC"
+shim MADVSEQ_STATS="$WORK/stats" cat "$SRC" > /dev/null
+files=$(sed -n 's/^read_files=//p' "$WORK/stats")
+adv=$(sed -n 's/^read_bytes_advised=//p' "$WORK/stats")
+size=$(stat -c %s "$SRC")
+if [ "${files:-0}" -ge 1 ] && [ "${adv:-0}" -ge $((size - LAG - SLACK)) ]; then
+	ok "MADVSEQ_STATS: read_files=$files read_bytes_advised=$(mib "$adv") of $(mib "$size")"
+else
+	fail "MADVSEQ_STATS: read_files=${files:-?} read_bytes_advised=${adv:-?} for a $(mib "$size") file"
+fi
+
 # noreuse mode: cat only advises SEQUENTIAL, so nothing is dropped.
 evict "$SRC"
 shim MADVSEQ_READ=noreuse cat "$SRC" > /dev/null
