@@ -303,12 +303,22 @@ static int disk_intake(struct msqd *d, uint64_t *pages)
 	if (!(p = strstr(buf, "\npgpgin ")))
 		return -ENOENT;
 	*pages = strtoull(p + 8, NULL, 10) / 4;
+	/* Streams already managed read from disk what the daemon drops: not
+	 * news (and a managed stream would otherwise keep starting scans). */
+	*pages -= *pages > d->dropped_total / 4096 ? d->dropped_total / 4096 : *pages;
 	return 0;
 }
 
 static int cgroup_intake(struct msqd *d, struct msqd_cg *g, uint64_t *pages)
 {
-	return msqd_cgroup_intake(d->cg_root, g->path, g->layout, pages);
+	int rc = msqd_cgroup_intake(d->cg_root, g->path, g->layout, pages);
+
+	/* v1 counts every charge, the pages of managed streams too: less
+	 * what the daemon dropped there.  (v2's file + pgsteal already
+	 * nets out what MADV_PAGEOUT takes away.) */
+	if (rc == 0 && g->layout == MSQD_CG_V1)
+		*pages -= *pages > g->dropped / 4096 ? g->dropped / 4096 : *pages;
+	return rc;
 }
 
 /* Whether a watched counter, now at v, asks for a scan. */

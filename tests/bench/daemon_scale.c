@@ -250,7 +250,9 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 		}
 		if (self)
 			fclose(self);
-		fprintf(f, "[daemon]\ndiscover_interval = 100ms\n[bench]\nmatch = %s\nmode = pageout\n"
+		/* The default discover_interval: the page-cache intake, not the
+		 * period, finds the stream quickly. */
+		fprintf(f, "[bench]\nmatch = %s\nmode = pageout\n"
 			   "discover = %s\nstrong_refs = %s\n", cg, lib ? "no" : "yes",
 			getenv("DAEMON_SCALE_REFS") ? getenv("DAEMON_SCALE_REFS") : "yes");
 		fclose(f);
