@@ -122,6 +122,7 @@ struct msqd {
 	bool refs_warned;
 	int kpageflags_fd;
 	uint64_t kpageflags_reads; /* frames whose flags were read (cost) */
+	bool refs_found_folios;    /* the last batch checked held large folios */
 	uint64_t advice_cpu_ns;    /* CPU spent inside process_madvise (reclaim) */
 	uint64_t started_ns;
 	struct msqd_client *cur; /* the client being cycled (for refs.c) */

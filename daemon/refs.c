@@ -40,6 +40,7 @@
 #define SPAN 1024
 #define MAX_FOLIO_ORDER 9   /* PMD-sized */
 #define MIN_PROBE_ORDER 2   /* smaller runs: not worth a probe */
+#define PROBE_BUDGET 32     /* per batch of 512 pages, for folios below the largest */
 
 struct frame {
 	uint64_t pfn;
@@ -138,10 +139,17 @@ static bool framed(const struct batch *b, size_t j)
 static int check_folios(struct batch *b)
 {
 	static uint64_t fl[1];
+	/* Probes this batch may spend looking for smaller folios where a
+	 * larger one was not found: many while the last batch found folios,
+	 * one per aligned block where it found none (files cached in single
+	 * pages), whose pages go to the span reads. */
+	unsigned budget = b->d->refs_found_folios ? PROBE_BUDGET : 0;
+	bool found = false;
 
 	for (size_t j = 0; j < b->n;) {
 		uint64_t p0 = b->pm[j] & MSQ_PM_PFN_MASK;
 		size_t run = 1, end;
+		int cap = MAX_FOLIO_ORDER;
 
 		if (!framed(b, j)) {
 			j++;
@@ -153,36 +161,50 @@ static int check_folios(struct batch *b)
 		for (end = j + run; j < end;) {
 			uint64_t p = b->pm[j] & MSQ_PM_PFN_MASK;
 			size_t len;
+			bool keep;
 			int k = 0;
 
-			while (k < MAX_FOLIO_ORDER && !(p & (UINT64_C(1) << k)) &&
-			       (UINT64_C(2) << k) <= end - j)
+			while (k < cap && !(p & (UINT64_C(1) << k)) && (UINT64_C(2) << k) <= end - j)
 				k++;
 			len = (size_t)1 << k;
-			if (k >= MIN_PROBE_ORDER) {
-				if (read_entries(b->d->kpageflags_fd, p + len / 2, fl, 1) < 0)
-					return -EIO;
-				b->flag_reads++;
+			if (k < MIN_PROBE_ORDER) {
+				j += len;
+				cap = MAX_FOLIO_ORDER;
+				continue;
 			}
-			if (k >= MIN_PROBE_ORDER && fl[0] & (1ULL << KPF_COMPOUND_TAIL)) {
-				/* [p, p + len) is one folio: its head's flags, and
-				 * whether any of its pages is mapped elsewhere. */
-				bool keep;
-
-				if (read_entries(b->d->kpageflags_fd, p, fl, 1) < 0)
-					return -EIO;
-				b->flag_reads++;
-				keep = in_use(fl[0]);
-				for (size_t x = j; x < j + len; x++) {
-					keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
-					b->done[x] = true;
+			if (read_entries(b->d->kpageflags_fd, p + len / 2, fl, 1) < 0)
+				return -EIO;
+			b->flag_reads++;
+			if (!(fl[0] & (1ULL << KPF_COMPOUND_TAIL))) {
+				/* Not one folio: its first half may be, at one
+				 * order less. */
+				if (k > MIN_PROBE_ORDER && budget) {
+					budget--;
+					cap = k - 1;
+				} else {
+					j += len;
+					cap = MAX_FOLIO_ORDER;
 				}
-				if (keep && keep_pages(b, j, len) < 0)
-					return -ENOMEM;
+				continue;
 			}
+			/* [p, p + len) is one folio: its head's flags, and
+			 * whether any of its pages is mapped elsewhere. */
+			if (read_entries(b->d->kpageflags_fd, p, fl, 1) < 0)
+				return -EIO;
+			b->flag_reads++;
+			found = true;
+			keep = in_use(fl[0]);
+			for (size_t x = j; x < j + len; x++) {
+				keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
+				b->done[x] = true;
+			}
+			if (keep && keep_pages(b, j, len) < 0)
+				return -ENOMEM;
 			j += len;
+			cap = MAX_FOLIO_ORDER;
 		}
 	}
+	b->d->refs_found_folios = found;
 	return 0;
 }
 
