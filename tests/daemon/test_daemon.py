@@ -461,11 +461,16 @@ def case_final_drop(end):
         check(p.returncode == 0 and "does the work" in p.stderr, "the daemon managed the stream")
         check(left <= M, "%s with the file mapped: the daemon dropped the last lag (%dK left)"
               % (end, left // 1024))
-        if failures_now():
-            print(p.stderr[-2000:])
-            d.dump_log()
+        show_if_failed(d, p.stderr)
         d.stop()
     done()
+
+
+def show_if_failed(d, stderr):
+    """After a failed check: the program's and the daemon's last words."""
+    if failures_now():
+        print(stderr[-2000:])
+        d.dump_log()
 
 
 def case_read_policy():
@@ -494,9 +499,7 @@ def case_read_policy():
                 check(left >= size - M, "%s: the file stayed cached" % what)
                 check("read path: off (the cgroup's policy from madvseqd)" in p.stderr,
                       "%s: the shim says where the mode came from" % what)
-            if failures_now():
-                print(p.stderr[-2000:])
-                d.dump_log()
+            show_if_failed(d, p.stderr)
             d.stop()
     done()
 
