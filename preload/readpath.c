@@ -1,34 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Read-family and write-family wrappers and the per-fd streams they feed.
- *
- * Mechanism.  Pages a stream brought in are dropped with
- * posix_fadvise(DONTNEED) (the raw syscall: our own wrapper must not see
- * it) in 2 MiB-aligned chunks lagging the stream's offset, minus the chunks
- * a residency snapshot (cachestat(2), taken ahead of the stream) found
- * cached before.  preadv2(RWF_DONTCACHE) keeps cached pages without a
- * snapshot, but cat streamed a cold 1 GiB file with it at a fifth of the
- * speed of plain reads with fadvise behind on ext4 (6.18; 128 KiB reads:
- * the kernel drops each folio as the read completes, synchronously), far
- * from the 0.98x target.  So it is used only with MADVSEQ_DONTCACHE=1
- * (where the filesystem takes it; probed per st_dev, EOPNOTSUPP falls back
- * to the program's own call).  Files the process may not write have no
- * reliable snapshot (cachestat fails with EPERM, mincore says "all
- * resident"): there, as on the mmap path, the shim drops behind without
- * one, and pages cached before may be dropped too.
- *
- * Offsets.  pread-style calls give their offset.  read()-style calls
- * advance the file position: the shim keeps an estimate and checks it
- * with lseek(SEEK_CUR) (and the file's identity with fstat) only before it
- * acts, about once per 2 MiB, so an lseek it does not see (or a reused fd)
- * costs at most a chunk left cached.
- *
- * Write-behind.  Writes on managed fds (every regular file in "all" mode,
- * NOREUSE fds otherwise) start writeback of each completed chunk with
- * sync_file_range(SYNC_FILE_RANGE_WRITE) and fadvise(DONTNEED) chunks one
- * lag behind, which the kernel drops only once clean.  The shim never
- * waits on writeback (SYNC_FILE_RANGE_WAIT_* would consume a writeback
- * error the program's own fsync() must see) and never fsyncs.
+ * The read path's wrappers: the read and write families, posix_fadvise,
+ * sendfile and copy_file_range, the fd lifetime calls (close, dup*, fcntl,
+ * close_range) and stdio's fread/fclose.  Each has a fast path for fds
+ * that are none of the read path's business and otherwise tells
+ * fdstream.c what moved; the mechanism (snapshots, fadvise behind the
+ * stream, write-behind) is described there.
  */
 #include "readpath.h"
 
@@ -41,18 +18,14 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
-#include <urcu/urcu-bp.h>
 
 #include "../common/config.h"
-#include "../common/extents.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
-#include "daemon_client.h"
+#include "fdstream.h"
 #include "fdtable.h"
 
 #ifndef RWF_DONTCACHE
@@ -64,52 +37,6 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
-
-#define CHUNK MSQ_CHUNK
-/* A residency snapshot covers at least this much ahead of a stream, and
- * is extended when the stream gets within half of it: it must stay ahead
- * of readahead, which SEQUENTIAL doubles and which may have two windows in
- * flight, so it is 8 times the device's read_ahead_kb when that is more
- * (8 MiB here: a 64 MiB snapshot). */
-#define SNAP_AHEAD_MIN (UINT64_C(16) << 20)
-#define SNAP_AHEAD (s->snap_ahead)
-/* A run is a stream, worth a snapshot, once it is this long: random
- * readers never pay for one.  (What a run read before its snapshot was
- * taken counts as cached before: at most a chunk per run stays.) */
-#define RUN_MIN (UINT64_C(256) << 10)
-/* A forward gap up to this still continues a run (interleaved readers of
- * one shared offset, skipped headers). */
-#define SEQ_SLACK CHUNK
-
-enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16 };
-enum { DC_UNKNOWN, DC_YES, DC_NO };
-
-/* One direction (reads or writes) of a stream. */
-struct dir {
-	uint64_t run_start; /* first offset of the current sequential run */
-	uint64_t next;      /* where the next sequential access starts */
-	uint64_t done;      /* chunks below this are dropped (or left on purpose) */
-	uint64_t kicked;    /* writes: writeback started below this */
-	uint64_t snap_lo, snap_hi;
-	uint64_t act;       /* below this, a sequential access needs no work */
-	struct msq_extents pre; /* chunks cached before the stream reached them */
-	bool started;
-	bool snapping;      /* pre is valid for this run, up to snap_hi */
-};
-
-struct msq_fd {
-	dev_t dev;
-	ino_t ino;
-	unsigned flags;
-	int busy;       /* one thread at a time updates the state */
-	bool snap_ok;   /* may drop: snapshots work, or the file is blind */
-	bool blind;     /* no residency snapshot possible (see the top) */
-	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
-	bool inherited; /* copied by fork: no final drop at close */
-	uint64_t snap_ahead;
-	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
-	struct dir rd, wr;
-};
 
 static struct {
 	ssize_t (*read)(int, void *, size_t);
@@ -148,512 +75,6 @@ static struct {
 	int (*fclose)(FILE *);
 } real;
 
-static enum msq_read_mode g_mode; /* MSQ_READ_OFF until init */
-static int g_dontcache;           /* MADVSEQ_DONTCACHE=1: reads use RWF_DONTCACHE */
-static bool g_dc_any;             /* some fd was set up for RWF_DONTCACHE */
-
-/* Filesystems that refused RWF_DONTCACHE (or took it), by st_dev. */
-#define NDEV 32
-static struct {
-	dev_t dev;
-	int state;
-} g_devs[NDEV];
-
-/* ---- the state ------------------------------------------------------- */
-
-static uint64_t floor_chunk(uint64_t x) { return x & ~(CHUNK - 1); }
-static uint64_t ceil_chunk(uint64_t x) { return (x + CHUNK - 1) & ~(CHUNK - 1); }
-
-static int dev_state(dev_t dev)
-{
-	for (int i = 0; i < NDEV; i++)
-		if (__atomic_load_n(&g_devs[i].state, __ATOMIC_ACQUIRE) != DC_UNKNOWN &&
-		    g_devs[i].dev == dev)
-			return g_devs[i].state;
-	return DC_UNKNOWN;
-}
-
-static void dev_learn(dev_t dev, int state)
-{
-	for (int i = 0; i < NDEV; i++) {
-		int unknown = DC_UNKNOWN;
-
-		if (__atomic_load_n(&g_devs[i].state, __ATOMIC_ACQUIRE) != DC_UNKNOWN) {
-			if (g_devs[i].dev == dev)
-				return;
-			continue;
-		}
-		g_devs[i].dev = dev;
-		if (__atomic_compare_exchange_n(&g_devs[i].state, &unknown, state, false,
-						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			return;
-	}
-	/* Full: the probe is simply repeated on further filesystems. */
-}
-
-/* Readahead of the device under dev, from sysfs, cached per device;
- * 0 if unknown. */
-static struct {
-	dev_t dev;
-	uint64_t ra;
-	int set;
-} g_ra[NDEV];
-
-static uint64_t read_ra(const char *path)
-{
-	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strtoull(buf, NULL, 10) << 10;
-}
-
-static uint64_t device_readahead(dev_t dev)
-{
-	char path[96];
-	uint64_t ra;
-	int i;
-
-	for (i = 0; i < NDEV && __atomic_load_n(&g_ra[i].set, __ATOMIC_ACQUIRE); i++)
-		if (g_ra[i].dev == dev)
-			return g_ra[i].ra;
-	/* Filesystems name their bdi by st_dev; a partition's queue is its disk's. */
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(dev), minor(dev));
-	if (!(ra = read_ra(path))) {
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/read_ahead_kb", major(dev),
-			 minor(dev));
-		ra = read_ra(path);
-	}
-	if (i < NDEV) { /* racing threads may both add it: harmless */
-		g_ra[i].dev = dev;
-		g_ra[i].ra = ra;
-		__atomic_store_n(&g_ra[i].set, 1, __ATOMIC_RELEASE);
-	}
-	return ra;
-}
-
-static bool managed_read(const struct msq_fd *s)
-{
-	if ((s->flags & F_STOPPED) || !(s->flags & F_CANREAD))
-		return false;
-	switch (g_mode) {
-	case MSQ_READ_NOREUSE: return s->flags & F_NOREUSE;
-	case MSQ_READ_ADVISED: return s->flags & (F_NOREUSE | F_SEQ);
-	case MSQ_READ_ALL: return true;
-	default: return false;
-	}
-}
-
-static bool managed_write(const struct msq_fd *s)
-{
-	if ((s->flags & F_STOPPED) || !(s->flags & F_CANWRITE) || g_mode == MSQ_READ_OFF)
-		return false;
-	return g_mode == MSQ_READ_ALL || (s->flags & F_NOREUSE);
-}
-
-static off_t sys_lseek_cur(int fd)
-{
-	return (off_t)syscall(SYS_lseek, fd, (off_t)0, SEEK_CUR);
-}
-
-static int sys_fadvise(int fd, uint64_t off, uint64_t len, int advice)
-{
-	if (MSQ_FAULT("madvseq/readpath/fadvise"))
-		return -1;
-	return (int)syscall(SYS_fadvise64, fd, (off_t)off, (off_t)len, advice);
-}
-
-/* Adds the chunks of [lo, hi) that hold cached pages to d->pre. */
-static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t hi)
-{
-	struct msq_cachestat_range all = { lo, hi - lo };
-	struct msq_cachestat none;
-
-	if (s->blind) { /* nothing known: nothing kept */
-		d->snap_hi = hi;
-		return;
-	}
-	/* Mostly nothing is cached (and small files end early): one call. */
-	if (msq_cachestat(fd, &all, &none) == 0 && none.nr_cache == 0) {
-		d->snap_hi = hi;
-		return;
-	}
-	for (uint64_t c = lo; c < hi && s->snap_ok; c += CHUNK) {
-		struct msq_cachestat_range r = { c, CHUNK };
-		struct msq_cachestat cs;
-
-		if (msq_cachestat(fd, &r, &cs) < 0 ||
-		    (cs.nr_cache && msq_extents_add(&d->pre, c, c + CHUNK) < 0))
-			s->snap_ok = false; /* from now on: drop nothing */
-	}
-	if (s->snap_ok)
-		d->snap_hi = hi;
-}
-
-/* Starts the snapshot of the current run at chunk lo. */
-static void snap_start(int fd, struct msq_fd *s, struct dir *d, uint64_t lo)
-{
-	msq_extents_clear(&d->pre);
-	d->snap_lo = d->snap_hi = lo;
-	d->snapping = true;
-	snapshot(fd, s, d, lo, lo + SNAP_AHEAD);
-}
-
-/* A run starts at off.  snap_now: nothing was read yet (the fd was just
- * classified), so the snapshot can be taken right away. */
-static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool snap_now)
-{
-	d->run_start = d->next = off;
-	d->done = ceil_chunk(off);
-	d->kicked = floor_chunk(off);
-	d->started = true;
-	d->snapping = false;
-	d->act = off + 1;
-	if (snap_now && s->snap_ok && !s->dontcache)
-		snap_start(fd, s, d, floor_chunk(off));
-}
-
-/* Process totals for MADVSEQ_STATS: files managed, bytes advised away. */
-static uint64_t g_files, g_advised;
-
-static void count_advised(struct msq_fd *s, uint64_t n)
-{
-	s->advised += n;
-	__atomic_add_fetch(&g_advised, n, __ATOMIC_RELAXED);
-}
-
-void msq_readpath_totals(uint64_t *files, uint64_t *advised)
-{
-	*files = __atomic_load_n(&g_files, __ATOMIC_RELAXED);
-	*advised = __atomic_load_n(&g_advised, __ATOMIC_RELAXED);
-}
-
-/* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
-static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, uint64_t to)
-{
-	for (uint64_t c = from; c < to; c += CHUNK) {
-		uint64_t e = c + CHUNK;
-
-		if (msq_extents_overlaps(&d->pre, c, e))
-			continue;
-		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
-			e += CHUNK;
-		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
-			count_advised(s, e - c);
-		c = e - CHUNK;
-	}
-}
-
-/*
- * Writes: fadvise(DONTNEED) skips dirty and writeback pages, so chunks are
- * dropped in order once cachestat says they are clean; returns how far.
- * A writer more than WB_AHEAD past its oldest unwritten chunk waits for it
- * (polling: waiting with sync_file_range would take a writeback error
- * away from the program's own fsync), which bounds its cache footprint
- * as dd oflag=direct would, without changing what write() returns.
- */
-#define WB_AHEAD (2 * msq_cfg.policy.lag)
-#define WB_POLL_NS 1000000L
-#define WB_POLLS 200 /* at most 200 ms per call */
-
-static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t target)
-{
-	uint64_t c = d->done;
-	int polls = 0;
-
-	while (c < target) {
-		struct msq_cachestat_range r = { c, CHUNK };
-		struct msq_cachestat cs;
-
-		if (!msq_extents_overlaps(&d->pre, c, c + CHUNK)) {
-			if (msq_cachestat(fd, &r, &cs) < 0)
-				return target; /* cannot tell: leave it to the kernel */
-			if (cs.nr_dirty || cs.nr_writeback) {
-				if (target - c <= WB_AHEAD || polls++ == WB_POLLS)
-					return c;
-				if (polls == 1 && !MSQ_FAULT("madvseq/readpath/sync_file_range"))
-					syscall(SYS_sync_file_range, fd, (off_t)c, (off_t)CHUNK,
-						SYNC_FILE_RANGE_WRITE);
-				nanosleep(&(struct timespec){ 0, WB_POLL_NS }, NULL);
-				continue;
-			}
-			if (cs.nr_cache && sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
-				count_advised(s, CHUNK);
-		}
-		c += CHUNK;
-	}
-	return c;
-}
-
-/* The stream moved to [off, end): extend the snapshot, drop behind. */
-static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint64_t end,
-		    bool writing)
-{
-	uint64_t lag = msq_cfg.policy.lag, target;
-
-	if (!d->started || off < d->next || off > d->next + SEQ_SLACK)
-		new_run(fd, s, d, off, false);
-	d->next = end;
-	/* Until the next chunk boundary (or the run's length reaching RUN_MIN,
-	 * or the snapshot's refill point) a sequential access has nothing to
-	 * do; after() then only moves d->next. */
-	d->act = floor_chunk(end) + CHUNK;
-	if ((!writing && s->dontcache) || !s->snap_ok)
-		return; /* RWF_DONTCACHE does it, or a snapshot failed: hands off */
-	if (!d->snapping) {
-		if (end - d->run_start < RUN_MIN) {
-			if (d->run_start + RUN_MIN < d->act)
-				d->act = d->run_start + RUN_MIN;
-			return;
-		}
-		/* Pages this run read so far are in the chunk at floor(end), or
-		 * before it: from here on, the snapshot sees them as cached. */
-		if (floor_chunk(end) > d->done)
-			d->done = floor_chunk(end);
-		snap_start(fd, s, d, floor_chunk(end));
-	}
-	if (end + SNAP_AHEAD / 2 > d->snap_hi)
-		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_AHEAD);
-	if (d->snap_hi - SNAP_AHEAD / 2 < d->act)
-		d->act = d->snap_hi - SNAP_AHEAD / 2;
-	if (writing && floor_chunk(end) > d->kicked) {
-		if (!MSQ_FAULT("madvseq/readpath/sync_file_range"))
-			syscall(SYS_sync_file_range, fd, (off_t)d->kicked,
-				(off_t)(floor_chunk(end) - d->kicked), SYNC_FILE_RANGE_WRITE);
-		d->kicked = floor_chunk(end);
-	}
-	target = end > lag ? floor_chunk(end - lag) : 0;
-	if (target <= d->done)
-		return;
-	if (writing)
-		target = drop_written(fd, s, d, target);
-	else
-		drop_range(fd, s, d, d->done, target);
-	d->done = target;
-	if (d->snap_lo + SNAP_AHEAD < target) {
-		/* Forget what is behind: keeps the set small on long streams.
-		 * (Not on an empty set: msq_extents_remove then memmoves NULL.) */
-		if (d->pre.n)
-			msq_extents_remove(&d->pre, 0, target);
-		d->snap_lo = target;
-	}
-}
-
-static void free_state(struct msq_fd *s)
-{
-	msq_extents_free(&s->rd.pre);
-	msq_extents_free(&s->wr.pre);
-	free(s);
-}
-
-/* Would the write-side residency snapshot of fd be truthful?  As with
- * mincore(2), only for files the process may write. */
-static bool may_write(int fd, const struct stat *st, int fl)
-{
-	char path[64];
-
-	if ((fl & O_ACCMODE) != O_RDONLY || st->st_uid == geteuid())
-		return true;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
-}
-
-/*
- * Looks at fd once and installs its state (or MSQ_FD_IGNORED): regular
- * files only, not O_DIRECT.  extra: flags to add (advice).  Returns the
- * slot's value.  Called with the guard raised.
- */
-static struct msq_fd *classify(int fd, unsigned extra)
-{
-	struct msq_cachestat_range r = { 0, 4096 };
-	struct msq_cachestat cs;
-	struct msq_fd *s, *old;
-	struct stat st;
-	int fl;
-	off_t pos;
-
-	if ((unsigned)fd >= MSQ_FDT_MAX)
-		return MSQ_FD_IGNORED;
-	if (!msq_is_owner())
-		return NULL; /* a vfork child: the table is its parent's */
-	/* The first file this process would manage: the daemon's policy for
-	 * its cgroup first (once), which may turn the read path off. */
-	msq_daemon_ask_policy();
-	if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == MSQ_READ_OFF)
-		return NULL;
-	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
-	if (fl < 0 || fstat(fd, &st) < 0)
-		return NULL; /* not open: nothing to remember */
-	if (!S_ISREG(st.st_mode) || (fl & O_DIRECT) || (fl & O_PATH)) {
-		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
-		return MSQ_FD_IGNORED;
-	}
-	if (MSQ_FAULT("madvseq/alloc") || !(s = calloc(1, sizeof(*s)))) {
-		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
-		return MSQ_FD_IGNORED;
-	}
-	s->dev = st.st_dev;
-	s->ino = st.st_ino;
-	s->flags = extra;
-	s->snap_ahead = ceil_chunk(8 * device_readahead(st.st_dev));
-	if (s->snap_ahead < SNAP_AHEAD_MIN)
-		s->snap_ahead = SNAP_AHEAD_MIN;
-	if ((fl & O_ACCMODE) != O_WRONLY)
-		s->flags |= F_CANREAD;
-	if ((fl & O_ACCMODE) != O_RDONLY)
-		s->flags |= F_CANWRITE;
-	s->snap_ok = true;
-	s->blind = msq_cachestat(fd, &r, &cs) < 0 || !may_write(fd, &st, fl);
-	if (g_dontcache == 1)
-		s->dontcache = dev_state(st.st_dev) != DC_NO;
-	if (s->dontcache)
-		__atomic_store_n(&g_dc_any, true, __ATOMIC_RELAXED);
-	pos = sys_lseek_cur(fd);
-	if (pos >= 0) {
-		/* Before the first read: the snapshot sees what was cached before. */
-		if (s->flags & F_CANREAD)
-			new_run(fd, s, &s->rd, (uint64_t)pos, true);
-		if (s->flags & F_CANWRITE)
-			new_run(fd, s, &s->wr, (uint64_t)pos, true);
-	}
-	old = msq_fdt_xchg(fd, s);
-	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
-		free_state(s); /* no memory for the leaf */
-		return MSQ_FD_IGNORED;
-	}
-	if (old && old != MSQ_FD_IGNORED) {
-		urcu_bp_synchronize_rcu();
-		free_state(old);
-	}
-	__atomic_add_fetch(&g_files, 1, __ATOMIC_RELAXED);
-	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
-		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
-		  s->flags & F_CANWRITE ? ", write-behind" : "");
-	return s;
-}
-
-/* Takes fd's state for bookkeeping: urcu-bp read lock held and the state
- * marked busy.  NULL if fd is not managed for this direction or another
- * thread is at it. */
-static struct msq_fd *take(int fd, bool writing)
-{
-	struct msq_fd *s;
-
-	if (!msq_is_owner())
-		return NULL; /* a vfork child acts on nothing of its parent's */
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(fd);
-	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s)) &&
-	    !__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
-		return s;
-	urcu_bp_read_unlock();
-	return NULL;
-}
-
-static void give(struct msq_fd *s)
-{
-	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-	urcu_bp_read_unlock();
-}
-
-/*
- * Bookkeeping after a successful transfer of n bytes.  off >= 0: the
- * offset the call used; off < 0: the file position, which the call
- * advanced by n.  Called with the guard raised; preserves errno.
- */
-static void after(int fd, int64_t off, uint64_t n, bool writing)
-{
-	struct msq_fd *s;
-	struct dir *d;
-	uint64_t end;
-	MSQ_PROTECT_ERRNO;
-
-	/* Most calls continue a run with nothing due: move the cursor and
-	 * go.  (Two threads racing here lose an update: a run restarts.) */
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(fd);
-	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
-		d = writing ? &s->wr : &s->rd;
-		end = (off >= 0 ? (uint64_t)off : d->next) + n;
-		if (d->started && end < d->act && (off < 0 || (uint64_t)off == d->next)) {
-			d->next = end;
-			urcu_bp_read_unlock();
-			return;
-		}
-	}
-	urcu_bp_read_unlock();
-	if (!(s = take(fd, writing)))
-		return;
-	d = writing ? &s->wr : &s->rd;
-	if (off >= 0) {
-		advance(fd, s, d, (uint64_t)off, (uint64_t)off + n, writing);
-		give(s);
-		return;
-	}
-	end = d->next + n;
-	/* Something is due (a chunk boundary, a snapshot, writeback): check
-	 * the estimate of the file position first, about once per chunk. */
-	{
-		off_t pos = sys_lseek_cur(fd);
-		struct stat st;
-
-		if (pos < 0 || fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
-			/* fd reused behind our back (stdio's fclose): forget it. */
-			give(s);
-			if (msq_fdt_cas(fd, s, NULL)) {
-				urcu_bp_synchronize_rcu();
-				free_state(s);
-			}
-			return;
-		}
-		if ((uint64_t)pos == end || (uint64_t)pos < n)
-			advance(fd, s, d, end - n, end, writing);
-		else
-			advance(fd, s, d, (uint64_t)pos - n, (uint64_t)pos, writing);
-	}
-	give(s);
-}
-
-/* Is fd managed for reading with RWF_DONTCACHE?  Classifies it first in
- * "all" mode.  Guard raised. */
-static bool use_dontcache(int fd)
-{
-	struct msq_fd *s = msq_fdt_peek(fd);
-	bool dc = false;
-
-	if (!s && g_mode == MSQ_READ_ALL)
-		s = classify(fd, 0);
-	if (!s || s == MSQ_FD_IGNORED || !__atomic_load_n(&g_dc_any, __ATOMIC_RELAXED))
-		return false;
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(fd);
-	if (s && s != MSQ_FD_IGNORED)
-		dc = s->dontcache && managed_read(s);
-	urcu_bp_read_unlock();
-	return dc;
-}
-
-/* The filesystem of fd refused RWF_DONTCACHE: remember, for every fd. */
-static void dontcache_refused(int fd)
-{
-	struct msq_fd *s;
-	MSQ_PROTECT_ERRNO;
-
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(fd);
-	if (s && s != MSQ_FD_IGNORED) {
-		dev_learn(s->dev, DC_NO);
-		s->dontcache = false;
-		msq_debug("fd %d: RWF_DONTCACHE refused by this filesystem", fd);
-	}
-	urcu_bp_read_unlock();
-}
-
 /* preadv2(RWF_DONTCACHE) in place of the program's read; returns -2 (and
  * errno untouched) when the caller must make the program's own call. */
 static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t off, int flags)
@@ -669,7 +90,7 @@ static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t o
 		 * (an EINVAL of its own making comes back from it).  Kernels and
 		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP. */
 		if (errno == EOPNOTSUPP)
-			dontcache_refused(fd);
+			msq_fds_dontcache_refused(fd);
 		errno = saved;
 		return -2;
 	}
@@ -685,7 +106,7 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
 /*
  * The fast path of every wrapper: true when fd is none of the read path's
- * business.  g_mode is set last by msq_readpath_init(), so a non-OFF mode
+ * business.  msq_fds_mode is set last by msq_readpath_init(), so a non-OFF mode
  * means initialised; OFF (configured, or not yet initialised) asks
  * msq_shim_ready(), which initialises on first use.
  */
@@ -696,9 +117,9 @@ static inline bool untracked(int fd)
 
 	if (msq_guard || (unsigned)fd >= MSQ_FDT_MAX)
 		return true;
-	m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+	m = __atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(m == MSQ_READ_OFF, 0) &&
-	    (!msq_shim_ready() || (m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE)) == MSQ_READ_OFF))
+	    (!msq_shim_ready() || (m = __atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE)) == MSQ_READ_OFF))
 		return true;
 	s = msq_fdt_peek(fd);
 	return s == MSQ_FD_IGNORED || (!s && m != MSQ_READ_ALL);
@@ -717,12 +138,12 @@ static __attribute__((noinline, cold)) ssize_t read_slow(int fd, void *buf, size
 	ssize_t rc = -2;
 
 	MSQ_ENTER();
-	if (use_dontcache(fd))
+	if (msq_fds_use_dontcache(fd))
 		rc = try_dontcache(fd, &iov, 1, -1, 0);
 	if (rc == -2)
 		rc = call_read(fd, buf, n);
 	if (rc > 0)
-		after(fd, -1, (uint64_t)rc, false);
+		msq_fds_after(fd, -1, (uint64_t)rc, false);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -750,13 +171,13 @@ static ssize_t pread_common(int fd, void *buf, size_t n, int64_t off, bool is64)
 		return is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
 			    : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
 	MSQ_ENTER();
-	if (use_dontcache(fd))
+	if (msq_fds_use_dontcache(fd))
 		rc = try_dontcache(fd, &iov, 1, off, 0);
 	if (rc == -2)
 		rc = is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
 			  : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
 	if (rc > 0)
-		after(fd, off, (uint64_t)rc, false);
+		msq_fds_after(fd, off, (uint64_t)rc, false);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -813,12 +234,12 @@ static ssize_t readv_common(enum vkind k, int fd, const struct iovec *iov, int c
 	    (k == V_PREADV64 && off < 0))
 		return call_v(k, fd, iov, cnt, off, fl);
 	MSQ_ENTER();
-	if (use_dontcache(fd))
+	if (msq_fds_use_dontcache(fd))
 		rc = try_dontcache(fd, iov, cnt, positional ? off : -1, fl);
 	if (rc == -2)
 		rc = call_v(k, fd, iov, cnt, off, fl);
 	if (rc > 0)
-		after(fd, positional ? off : -1, (uint64_t)rc, false);
+		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, false);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -859,11 +280,11 @@ static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *bu
 	ssize_t rc;
 
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
-		classify(fd, 0);
+	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
+		msq_fds_classify(fd, 0);
 	rc = call_write(fd, buf, n);
 	if (rc > 0)
-		after(fd, -1, (uint64_t)rc, true);
+		msq_fds_after(fd, -1, (uint64_t)rc, true);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -883,12 +304,12 @@ static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, boo
 		return is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
 			    : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
-		classify(fd, 0);
+	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
+		msq_fds_classify(fd, 0);
 	rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
 		  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	if (rc > 0)
-		after(fd, off, (uint64_t)rc, true);
+		msq_fds_after(fd, off, (uint64_t)rc, true);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -927,11 +348,11 @@ static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int 
 	if (untracked(fd) || (k != V_READV && off < -1) || ((k == V_PREADV || k == V_PREADV64) && off < 0))
 		return call_wv(k, fd, iov, cnt, off, fl);
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
-		classify(fd, 0);
+	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
+		msq_fds_classify(fd, 0);
 	rc = call_wv(k, fd, iov, cnt, off, fl);
 	if (rc > 0)
-		after(fd, positional ? off : -1, (uint64_t)rc, true);
+		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, true);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -972,21 +393,21 @@ MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t
 
 static bool copy_untracked(int in, int out)
 {
-	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF)
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF)
 		return true;
-	if (g_mode == MSQ_READ_ALL)
+	if (msq_fds_mode == MSQ_READ_ALL)
 		return false;
 	return !msq_fdt_peek(in) && (out < 0 || !msq_fdt_peek(out));
 }
 
 static void copy_classify(int in, int out)
 {
-	if (g_mode != MSQ_READ_ALL)
+	if (msq_fds_mode != MSQ_READ_ALL)
 		return;
 	if (!msq_fdt_peek(in))
-		classify(in, 0);
+		msq_fds_classify(in, 0);
 	if (out >= 0 && !msq_fdt_peek(out))
-		classify(out, 0);
+		msq_fds_classify(out, 0);
 }
 
 static ssize_t call_sendfile(int out, int in, int64_t *off, size_t n)
@@ -1017,9 +438,9 @@ static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, s
 			return total ? total : rc; /* errno is the call's when nothing moved */
 		if (rc > 0) {
 			MSQ_PROTECT_ERRNO;
-			after(in, is, (uint64_t)rc, false);
+			msq_fds_after(in, is, (uint64_t)rc, false);
 			if (!is_sendfile)
-				after(out, os, (uint64_t)rc, true);
+				msq_fds_after(out, os, (uint64_t)rc, true);
 		}
 		total += rc;
 		if ((size_t)rc < want)
@@ -1067,51 +488,6 @@ MSQ_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *ou
 
 /* ---- advice ------------------------------------------------------------ */
 
-static void advised(int fd, int advice)
-{
-	unsigned add = 0;
-	struct msq_fd *s;
-
-	switch (advice) {
-	case POSIX_FADV_SEQUENTIAL:
-		if (g_mode != MSQ_READ_ADVISED && g_mode != MSQ_READ_ALL)
-			return;
-		add = F_SEQ;
-		break;
-	case POSIX_FADV_NOREUSE:
-		add = F_NOREUSE;
-		break;
-	case POSIX_FADV_NORMAL:
-	case POSIX_FADV_RANDOM:
-	case POSIX_FADV_WILLNEED:
-		add = F_STOPPED; /* the program will reread: hands off */
-		break;
-	default:
-		return;
-	}
-	s = msq_fdt_peek(fd);
-	if (!s) {
-		if (add == F_STOPPED && g_mode != MSQ_READ_ALL)
-			return;
-		s = classify(fd, add);
-		if (s && s != MSQ_FD_IGNORED)
-			return;
-	}
-	if (!s || s == MSQ_FD_IGNORED)
-		return;
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(fd);
-	if (s && s != MSQ_FD_IGNORED) {
-		/* Advice replaces the previous one, as in the kernel. */
-		if (add == F_STOPPED)
-			__atomic_and_fetch(&s->flags, ~(unsigned)(F_SEQ | F_NOREUSE), __ATOMIC_RELAXED);
-		else
-			__atomic_and_fetch(&s->flags, ~(unsigned)F_STOPPED, __ATOMIC_RELAXED);
-		__atomic_or_fetch(&s->flags, add, __ATOMIC_RELAXED);
-	}
-	urcu_bp_read_unlock();
-}
-
 static int fadvise_common(int fd, int64_t off, int64_t len, int advice, bool is64)
 {
 	int rc = is64 ? CALL(posix_fadvise64,
@@ -1121,10 +497,10 @@ static int fadvise_common(int fd, int64_t off, int64_t len, int advice, bool is6
 			     syscall(SYS_fadvise64, fd, off, len, advice) < 0 ? errno : 0, fd, off,
 			     len, advice);
 
-	if (rc == 0 && !msq_guard && msq_shim_ready() && g_mode != MSQ_READ_OFF) {
+	if (rc == 0 && !msq_guard && msq_shim_ready() && msq_fds_mode != MSQ_READ_OFF) {
 		MSQ_PROTECT_ERRNO;
 		MSQ_ENTER();
-		advised(fd, advice);
+		msq_fds_advise(fd, advice);
 		MSQ_LEAVE();
 	}
 	return rc;
@@ -1142,53 +518,6 @@ MSQ_EXPORT int posix_fadvise64(int fd, off64_t off, off64_t len, int advice)
 
 /* ---- fd lifetime ------------------------------------------------------- */
 
-/* Before fd is closed: a last drop of what its streams brought in. */
-static void final_drop(int fd, struct msq_fd *s)
-{
-	struct stat st;
-
-	if (s->inherited || !s->snap_ok || fstat(fd, &st) < 0 || st.st_dev != s->dev ||
-	    st.st_ino != s->ino)
-		return;
-	/* Only runs with a snapshot: what else was cached is unknown. */
-	if (managed_read(s) && s->rd.started && s->rd.snapping && !s->dontcache) {
-		off_t pos = sys_lseek_cur(fd);
-		uint64_t end = s->rd.next;
-
-		if (pos >= 0 && (uint64_t)pos > s->rd.run_start && (uint64_t)pos <= s->rd.next + SEQ_SLACK)
-			end = (uint64_t)pos;
-		if (end > s->rd.done)
-			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
-	}
-	if (managed_write(s) && s->wr.started && s->wr.snapping && s->wr.next > s->wr.done)
-		/* Starts writeback of the tail and drops what is clean; dirty
-		 * pages stay (no fsync on the program's behalf). */
-		drop_range(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
-}
-
-/* fd is about to be closed (or replaced by dup2): drop its state. */
-static void forget(int fd, bool drop)
-{
-	struct msq_fd *s = msq_fdt_peek(fd);
-	MSQ_PROTECT_ERRNO;
-
-	if (!s || !msq_is_owner())
-		return; /* a vfork child closes its own fd, not the parent's */
-	if (s != MSQ_FD_IGNORED && drop && !__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
-		final_drop(fd, s);
-		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-	}
-	if (msq_fdt_cas(fd, s, NULL) && s != MSQ_FD_IGNORED) {
-		char b[32];
-
-		urcu_bp_synchronize_rcu();
-		if (s->advised)
-			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
-				  msq_format_size(s->advised, b, sizeof(b)));
-		free_state(s);
-	}
-}
-
 MSQ_EXPORT int close(int fd)
 {
 	int rc;
@@ -1196,33 +525,10 @@ MSQ_EXPORT int close(int fd)
 	if (msq_guard || !msq_shim_ready() || !msq_fdt_peek(fd))
 		return CALL(close, (int)syscall(SYS_close, fd), fd);
 	MSQ_ENTER();
-	forget(fd, true);
+	msq_fds_forget(fd, true);
 	rc = CALL(close, (int)syscall(SYS_close, fd), fd);
 	MSQ_LEAVE();
 	return rc;
-}
-
-/* newfd now refers to what oldfd does: the same file description, so the
- * same advice; its own cursors. */
-static void duplicated(int oldfd, int newfd)
-{
-	struct msq_fd *s;
-	unsigned fl = 0;
-	bool have = false;
-	MSQ_PROTECT_ERRNO;
-
-	if (!msq_is_owner())
-		return;
-	urcu_bp_read_lock();
-	s = msq_fdt_peek(oldfd);
-	if (s && s != MSQ_FD_IGNORED) {
-		fl = s->flags & (F_SEQ | F_NOREUSE | F_STOPPED);
-		have = true;
-	}
-	urcu_bp_read_unlock();
-	if (!have)
-		return;
-	classify(newfd, fl);
 }
 
 static bool dup_untracked(int oldfd, int newfd)
@@ -1240,7 +546,7 @@ MSQ_EXPORT int dup(int fd)
 	MSQ_ENTER();
 	rc = CALL(dup, (int)syscall(SYS_dup, fd), fd);
 	if (rc >= 0)
-		duplicated(fd, rc);
+		msq_fds_duplicated(fd, rc);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -1256,12 +562,12 @@ static int dup23(int oldfd, int newfd, int flags, bool three)
 	if (oldfd != newfd && msq_fdt_peek(newfd)) {
 		/* newfd is closed by the call if it succeeds; validate first. */
 		if (syscall(SYS_fcntl, oldfd, F_GETFD) >= 0)
-			forget(newfd, true);
+			msq_fds_forget(newfd, true);
 	}
 	rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
 		   : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
 	if (rc >= 0 && oldfd != newfd)
-		duplicated(oldfd, rc);
+		msq_fds_duplicated(oldfd, rc);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -1286,13 +592,13 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64)
 		return rc;
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
 		MSQ_ENTER();
-		duplicated(fd, rc);
+		msq_fds_duplicated(fd, rc);
 		MSQ_LEAVE();
 	} else if (cmd == F_SETFL && ((uintptr_t)arg & O_DIRECT) && msq_is_owner()) {
 		/* O_DIRECT now: the page cache is not involved any more. */
 		MSQ_PROTECT_ERRNO;
 		MSQ_ENTER();
-		forget(fd, false);
+		msq_fds_forget(fd, false);
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		MSQ_LEAVE();
 	}
@@ -1325,7 +631,7 @@ static void forget_one(int fd, struct msq_fd *v, void *arg)
 {
 	(void)v;
 	(void)arg;
-	forget(fd, false);
+	msq_fds_forget(fd, false);
 }
 
 MSQ_EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -1363,15 +669,15 @@ static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlock
 	size_t rc;
 	int fd;
 
-	if (msq_guard || !msq_shim_ready() || g_mode == MSQ_READ_OFF || !fn ||
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !fn ||
 	    untracked(fd = stream_fd(fp)))
 		return fn ? fn(p, size, n, fp) : 0;
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && g_mode == MSQ_READ_ALL)
-		classify(fd, 0);
+	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
+		msq_fds_classify(fd, 0);
 	rc = fn(p, size, n, fp);
 	if (rc > 0 && size)
-		after(fd, -1, (uint64_t)rc * size, false);
+		msq_fds_after(fd, -1, (uint64_t)rc * size, false);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -1394,35 +700,13 @@ MSQ_EXPORT int fclose(FILE *fp)
 	    !msq_fdt_peek(fd))
 		return real.fclose ? real.fclose(fp) : EOF;
 	MSQ_ENTER();
-	forget(fd, true);
+	msq_fds_forget(fd, true);
 	rc = real.fclose(fp);
 	MSQ_LEAVE();
 	return rc;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
-
-static void mark_inherited(int fd, struct msq_fd *v, void *arg)
-{
-	(void)fd;
-	(void)arg;
-	if (v != MSQ_FD_IGNORED) {
-		v->inherited = true;
-		v->busy = 0; /* a thread of the parent may have held it */
-	}
-}
-
-void msq_readpath_atfork_child(void)
-{
-	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
-}
-
-void msq_readpath_set_mode(enum msq_read_mode m)
-{
-	if (m != __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE))
-		msq_debug("read path: %s (the cgroup's policy from madvseqd)", msq_read_mode_name(m));
-	__atomic_store_n(&g_mode, m, __ATOMIC_RELEASE);
-}
 
 void msq_readpath_init(void)
 {
@@ -1466,12 +750,12 @@ void msq_readpath_init(void)
 #undef RESOLVE
 	if (v && *v) {
 		if (!strcmp(v, "1"))
-			g_dontcache = 1;
+			msq_fds_dontcache = 1;
 		else if (!strcmp(v, "0"))
-			g_dontcache = 0;
+			msq_fds_dontcache = 0;
 		else
 			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; using 0", v);
 	}
 	/* Last: the wrappers act only once the real functions are known. */
-	__atomic_store_n(&g_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
+	__atomic_store_n(&msq_fds_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
 }

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The read path's per-fd streams (fdstream.c), as the wrappers in
+ * readpath.c use them.  A stream's state lives in the fd table
+ * (fdtable.h); the wrappers see it only as "tracked or not".
+ *
+ * Calls are made with the shim's guard raised (MSQ_ENTER) and preserve
+ * errno, except where noted.
+ */
+#ifndef MSQ_FDSTREAM_H
+#define MSQ_FDSTREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <madvseq/policy.h>
+
+#include "shim.h"
+
+struct msq_fd;
+
+/* Which fds the read path manages; read by every wrapper's fast path.
+ * MSQ_READ_OFF until msq_readpath_init() sets it, last. */
+extern enum msq_read_mode msq_fds_mode MSQ_HIDDEN;
+/* MADVSEQ_DONTCACHE=1: managed reads go through preadv2(RWF_DONTCACHE). */
+extern int msq_fds_dontcache MSQ_HIDDEN;
+
+/* Looks at fd for the first time (or again, with advice flags extra):
+ * a regular file gets a stream state, anything else is marked ignored.
+ * Returns the state, MSQ_FD_IGNORED, or NULL (not open, or not ours to
+ * track: a vfork child, the read path turned off). */
+struct msq_fd *msq_fds_classify(int fd, unsigned extra) MSQ_HIDDEN;
+/* n bytes moved on fd at offset off (off < 0: at the file position, which
+ * the call advanced): move the stream, drop or write back what is due. */
+void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing) MSQ_HIDDEN;
+/* Whether fd's reads are to go through RWF_DONTCACHE (classifies it first
+ * in "all" mode); and that its filesystem refused it. */
+bool msq_fds_use_dontcache(int fd) MSQ_HIDDEN;
+void msq_fds_dontcache_refused(int fd) MSQ_HIDDEN;
+/* The program advised fd (posix_fadvise succeeded). */
+void msq_fds_advise(int fd, int advice) MSQ_HIDDEN;
+/* fd is about to be closed or replaced: the last drop (if drop) and the
+ * end of its state. */
+void msq_fds_forget(int fd, bool drop) MSQ_HIDDEN;
+/* newfd now refers to what oldfd does (dup*, F_DUPFD). */
+void msq_fds_duplicated(int oldfd, int newfd) MSQ_HIDDEN;
+
+#endif
