@@ -149,6 +149,10 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		    const char *path, bool shared, bool writable, const struct msq_wire_range *precached,
 		    uint32_t nprecached);
 void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
+/* The client exited with region i still managed (no library, or killed
+ * by a signal): drops, through the file, what it left cached there as the
+ * final drop would have.  Returns bytes dropped. */
+uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i);
 /* The client is about to unmap [start, end) of region i (or to exit):
  * drops all of that part the policy lets go, now.  Returns bytes dropped. */
 uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,

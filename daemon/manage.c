@@ -92,10 +92,17 @@ static int on_vma(const struct msq_vma *v, void *arg)
 	return 0;
 }
 
+/* How far ahead of a reader the kernel may have read: fio's
+ * POSIX_FADV_SEQUENTIAL doubles an 8 MiB read_ahead_kb, and two windows
+ * can be in flight. */
+#define READ_AHEAD_REACH (UINT64_C(32) << 20)
+
 /*
  * Pages of the file already cached before the region was handed over,
  * and not mapped by the client itself: strong references to keep, like
- * the shim's snapshot.  Read through /proc/PID/map_files (the very file
+ * the shim's snapshot.  A stream found running (discovery) has read ahead
+ * of each of its readers: pages within READ_AHEAD_REACH after a run of
+ * mapped pages count as its own, not as cached before.  Read through /proc/PID/map_files (the very file
  * the client maps, whatever its mount namespace) and mincore, which tells
  * the truth to a privileged caller.  Best effort.
  */
@@ -104,6 +111,7 @@ static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s
 {
 	char p[256];
 	struct stat st;
+	struct msq_extents ahead = MSQ_EXTENTS_INIT;
 	unsigned char *vec = NULL;
 	int fd, rc = 0;
 
@@ -119,6 +127,10 @@ static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s
 		goto out;
 	msq_extents_clear(&c->eng.present);
 	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
+	/* The client's own pages: mapped, or read ahead of a run of mapped. */
+	for (size_t i = 0; i < c->eng.present.n && rc == 0; i++)
+		rc = msq_extents_add(&ahead, c->eng.present.v[i].start,
+				     c->eng.present.v[i].end + READ_AHEAD_REACH);
 	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
 		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
 		uint64_t foff = s->file_off + (a - s->start), run = 0;
@@ -136,7 +148,7 @@ static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s
 		munmap(m, len);
 		for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
 			bool in = i < len / 4096 && (vec[i] & 1) &&
-				  !msq_extents_overlaps(&c->eng.present, a + i * 4096, a + i * 4096 + 4096);
+				  !msq_extents_overlaps(&ahead, a + i * 4096, a + i * 4096 + 4096);
 
 			if (in && !run)
 				run = a + i * 4096 + 1;
@@ -148,6 +160,7 @@ static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s
 	}
 	s->precached_known = rc == 0;
 out:
+	msq_extents_free(&ahead);
 	free(vec);
 	close(fd);
 }
@@ -390,6 +403,140 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	if (rc == -ESRCH)
 		c->dead = true;
 	return rc > 0 ? (uint64_t)rc : 0;
+}
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/* Opens the region's file by path, if it is still the file mapped. */
+static int open_region_file(const struct msq_stream *s, struct stat *st)
+{
+	int fd;
+
+	if (!s->path)
+		return -ENOENT;
+	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
+	if (fd < 0)
+		fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || st->st_dev != s->dev || st->st_ino != s->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * One window of an orphaned region, mapped by the daemon at m: the pages
+ * cached there, less those cached before the stream and those in use
+ * elsewhere, go with fadvise(DONTNEED), which itself leaves pages mapped
+ * by other processes, dirty or under writeback.  The kpageflags check
+ * needs page frames, so the cached runs are faulted into the daemon's own
+ * mapping (MADV_POPULATE_READ on cached pages reads nothing).  Populating
+ * may mark a page accessed: the check then errs towards keeping it.
+ */
+static uint64_t orphan_window(struct msqd *d, struct msqd_client *c, const struct msq_stream *s,
+			      int fd, uint64_t a, uint64_t len, uint64_t foff, void *m,
+			      unsigned char *vec, struct msq_engine *own)
+{
+	uint64_t base = (uint64_t)(uintptr_t)m, run = 0, dropped = 0;
+	struct msq_extents drop = MSQ_EXTENTS_INIT;
+	struct msq_stream view;
+	int rc = 0;
+
+	msq_sys_madvise(m, (size_t)len, MADV_SEQUENTIAL);
+	if (mincore(m, (size_t)len, vec) < 0)
+		return 0;
+	for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
+		uint64_t ca = a + i * 4096; /* the client's address of this page */
+		bool in = i < len / 4096 && (vec[i] & 1) &&
+			  !msq_extents_overlaps(&s->precached, ca, ca + 4096);
+
+		if (in && !run)
+			run = base + i * 4096 + 1;
+		if (!in && run) {
+			rc = msq_extents_add(&drop, run - 1, base + i * 4096);
+			run = 0;
+		}
+	}
+	if (rc == 0 && own->filter && drop.n) {
+		struct msq_extents unseen = MSQ_EXTENTS_INIT;
+
+		/* A run that cannot be looked at is kept. */
+		for (size_t i = 0; i < drop.n && rc == 0; i++)
+			if (msq_sys_madvise((void *)(uintptr_t)drop.v[i].start,
+					    (size_t)(drop.v[i].end - drop.v[i].start), MADV_POPULATE_READ) < 0)
+				rc = msq_extents_add(&unseen, drop.v[i].start, drop.v[i].end);
+		for (size_t i = 0; i < unseen.n && rc == 0; i++)
+			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
+		msq_extents_free(&unseen);
+		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
+		d->cur = c;
+		if (rc == 0)
+			rc = own->filter(own, &view, &drop, own->filter_arg);
+		d->cur = NULL;
+		msq_extents_free(&view.kept);
+	}
+	munmap(m, (size_t)len);
+	for (size_t i = 0; i < drop.n && rc == 0; i++) {
+		uint64_t off = foff + (drop.v[i].start - base), n = drop.v[i].end - drop.v[i].start;
+
+		if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED) == 0)
+			dropped += n;
+	}
+	msq_extents_free(&drop);
+	return dropped;
+}
+
+uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
+{
+	const struct msq_stream *s = &c->r[i]->s;
+	_cleanup_free_ unsigned char *vec = NULL;
+	struct msq_engine own;
+	struct stat st;
+	uint64_t dropped = 0;
+	int fd;
+
+	if (!c->cg || c->cg->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, c->cg) ||
+	    (d->kernel_state == 1 && c->r[i]->kernel_fs) || !s->precached_known)
+		return 0;
+	if ((fd = open_region_file(s, &st)) < 0 || !(vec = malloc(SNAP_STEP / 4096))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	/* The strong-reference check, on the daemon's own mapping. */
+	msq_engine_init(&own, -1, 0);
+	if (c->cg->pol->strong_refs && d->refs_ok) {
+		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0) {
+			close(fd);
+			return 0; /* cannot check: keep it all */
+		}
+		own.filter = msqd_refs_filter;
+		own.filter_arg = d;
+	}
+	for (uint64_t a = s->start; a < s->end; a += SNAP_STEP) {
+		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
+		uint64_t foff = s->file_off + (a - s->start);
+		void *m;
+
+		if (foff >= (uint64_t)st.st_size)
+			break;
+		if (foff + len > (uint64_t)st.st_size)
+			len = ((uint64_t)st.st_size - foff + 4095) & ~(uint64_t)4095;
+		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
+		if (m == MAP_FAILED)
+			break;
+		dropped += orphan_window(d, c, s, fd, a, len, foff, m, vec, &own);
+	}
+	msq_pagemap_close(&own.pm);
+	msq_engine_free(&own);
+	close(fd);
+	c->cg->dropped += dropped;
+	d->dropped_total += dropped;
+	return dropped;
 }
 
 uint64_t msqd_cycle(struct msqd *d)

@@ -7,6 +7,7 @@
  * is trusted beyond what /proc/PID/maps confirms (manage.c).
  */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -177,6 +178,18 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 {
 	log_debug("client pid %d%s: %s", (int)c->pid, c->fd < 0 ? " (discovered)" : "", why);
+	/* Gone with regions still managed: what they left cached is the
+	 * daemon's to drop (a live client keeps its pages, or its shim
+	 * takes its regions back). */
+	if (c->nr && poll(&(struct pollfd){ .fd = c->pidfd, .events = POLLIN }, 1, 0) == 1) {
+		uint64_t n = 0;
+
+		for (size_t i = 0; i < c->nr; i++)
+			n += msqd_region_orphaned(d, c, i);
+		log_debug("pid %d exited with %zu region%s managed: %llu KiB of what it left cached "
+			  "dropped", (int)c->pid, c->nr, c->nr == 1 ? "" : "s",
+			  (unsigned long long)(n >> 10));
+	}
 	while (c->nr)
 		msqd_region_remove(d, c, c->nr - 1);
 	free(c->r);

@@ -379,7 +379,9 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                         seen += st
             out, err = p.communicate()
             peak = mon.stop()
-            after = cached(data)
+            # A discovered streamer cannot ask for the final drop: the
+            # daemon drops what it left once it sees it exit.
+            after = settle(data, M) if static and not faults else cached(data)
             print("streamer: %s" % out.strip().replace("\n", "; "))
             print("peak cached %dM, after %dM (file %dM, lag %dM)" % (peak // M, after // M,
                                                                       size // M, lag // M))
@@ -403,6 +405,9 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                     check(dropped > 0, "the restarted daemon took over again (dropped %dM)" % (dropped // M))
                 elif not faults:
                     check(dropped > size // 2, "the daemon dropped most of the file (%dM)" % (dropped // M))
+                if static and not faults:
+                    check(after <= M, "after the discovered streamer exited, the daemon dropped "
+                          "what it left (%dK left)" % (after // 1024))
                 # Discovery starts up to one scan late: the pages read by then
                 # go at the first cycle, so the peak is a scan's worth higher.
                 bound = lag + (64 * M if static or kill_daemon or faults else 48 * M)
@@ -462,6 +467,66 @@ def case_final_drop(end):
         check(left <= M, "%s with the file mapped: the daemon dropped the last lag (%dK left)"
               % (end, left // 1024))
         show_if_failed(d, p.stderr)
+        d.stop()
+    done()
+
+
+def settle(path, limit, timeout=3.0):
+    """What stays cached of path once it is at most limit, or at timeout."""
+    t0 = time.time()
+    c = cached(path)
+    while c > limit and time.time() - t0 < timeout:
+        time.sleep(0.05)
+        c = cached(path)
+    return c
+
+
+def case_orphan_kill():
+    """A shimmed streamer killed by SIGKILL asks for no final drop: the daemon
+    drops what it left through the file once it sees it gone, keeping what
+    another process maps."""
+    need_root()
+    size = 128 * M
+    with Workdir("orphan") as wd:
+        data = wd.file("data", size)
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n")
+        evict(data)
+        p = stream([tool("STREAMER"), data, "200", "10000"],
+                   shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_DEBUG="1"))
+        p.stdout.readline()
+        # Once the stream started (so they are not "cached before"), another
+        # process maps (and keeps) the file's last 4 MiB.
+        holder = subprocess.Popen([sys.executable, "-c", """
+import mmap, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 4 << 20, prot=mmap.PROT_READ, offset=%d)
+m.madvise(mmap.MADV_RANDOM)  # its faults read no pages around its own
+s = sum(m[i] for i in range(0, 4 << 20, 4096))
+print("mapped", flush=True)
+time.sleep(30)
+""" % (size - 4 * M), data], stdout=subprocess.PIPE, text=True)
+        holder.stdout.readline()
+        # Killed while it holds the mapping after its last pass.
+        while p.poll() is None and "sum=" not in p.stdout.readline():
+            pass
+        before = cached(data)
+        p.kill()
+        _, err = p.communicate()
+        left = settle(data, 4 * M + M)
+        kept = cached(data, size - 4 * M, 4 * M)
+        print("before the kill %dM cached; after %dK, of which the other mapper's 4M: %dK"
+              % (before // M, left // 1024, kept // 1024))
+        check("does the work" in err, "the daemon managed the stream")
+        check(before >= 8 * M, "the last lag was cached when it was killed (%dM)" % (before // M))
+        check(left <= 4 * M + M, "the daemon dropped what the killed process left (%dK left)"
+              % (left // 1024))
+        check(kept == 4 * M, "pages another process maps stayed (%dK of 4096K)" % (kept // 1024))
+        if failures_now():
+            print("cached MiB:", [(i, cached(data, i * M, M) // 4096) for i in range(size // M)
+                                  if cached(data, i * M, M)])
+        holder.kill()
+        holder.wait()
+        show_if_failed(d, err)
         d.stop()
     done()
 
@@ -601,6 +666,7 @@ CASES = {
     "read-policy": case_read_policy,
     "final-exit": lambda: case_final_drop("exit"),
     "final-_exit": lambda: case_final_drop("_exit"),
+    "orphan-kill": case_orphan_kill,
     "discovery-static": lambda: streaming_case("static", static=True),
     "discovery-trigger": lambda: streaming_case("trigger", static=True, trigger=True),
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
