@@ -78,6 +78,7 @@ struct msqd_client {
 	pid_t pid;
 	uid_t uid;
 	bool hello, ctl, dead;
+	uint64_t closing_ns; /* its socket ended: dropped at this time, or when it exits */
 	bool counted; /* in nshim */
 	uint64_t since_ns;
 	struct msqd_cg *cg;

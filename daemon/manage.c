@@ -561,7 +561,7 @@ uint64_t msqd_cycle(struct msqd *d)
 		const struct msqd_policy *p;
 
 		next = c->next;
-		if (!c->nr || !c->cg || c->dead)
+		if (!c->nr || !c->cg || c->dead || c->closing_ns)
 			continue;
 		p = c->cg->pol;
 		if (p->mode == MSQ_MODE_OFF || !gate_open(d, c->cg))

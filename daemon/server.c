@@ -26,6 +26,10 @@
 #include "daemon.h"
 #include "log.h"
 
+/* How long a client whose socket ended with regions still registered
+ * has to count as exited (see msqd_server_readable). */
+#define EXIT_WAIT_NS (UINT64_C(200) * 1000 * 1000)
+
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
@@ -181,7 +185,7 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	/* Gone with regions still managed: what they left cached is the
 	 * daemon's to drop (a live client keeps its pages, or its shim
 	 * takes its regions back). */
-	if (c->nr && poll(&(struct pollfd){ .fd = c->pidfd, .events = POLLIN }, 1, 0) == 1) {
+	if (c->nr && (c->dead || poll(&(struct pollfd){ .fd = c->pidfd, .events = POLLIN }, 1, 0) == 1)) {
 		uint64_t n = 0;
 
 		for (size_t i = 0; i < c->nr; i++)
@@ -446,9 +450,14 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 	for (size_t i = c->nr; i-- > 0;) {
 		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
 			continue;
-		/* Still mapped: the client waits for this answer to unmap. */
-		if (m->flags & MSQ_UNREGISTER_FINAL)
+		/* Still mapped: the client waits for this answer to unmap.
+		 * (Unless it gave up waiting and exited: then through the
+		 * file.) */
+		if (m->flags & MSQ_UNREGISTER_FINAL) {
 			msqd_region_final_drop(d, c, i, m->start, end);
+			if (c->dead)
+				msqd_region_orphaned(d, c, i);
+		}
 		msqd_region_remove(d, c, i);
 	}
 	return send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
@@ -535,6 +544,17 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 		n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		/* (A peer gone with our replies unread is ECONNRESET.) */
+		if ((n == 0 || (n < 0 && errno == ECONNRESET)) && c->nr) {
+			/* A process being killed closes its files before it
+			 * counts as exited.  Whether what its regions left is
+			 * the daemon's to drop, its pidfd says: wait for that
+			 * (without blocking, and not for long), managing
+			 * nothing of it meanwhile. */
+			epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+			c->closing_ns = d->now_ns + EXIT_WAIT_NS;
+			return;
+		}
 		if (n <= 0) {
 			msqd_client_drop(d, c, n == 0 ? "disconnected" : strerror(errno));
 			return;
@@ -567,5 +587,7 @@ void msqd_server_timeouts(struct msqd *d)
 		next = c->next;
 		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns)
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
+		else if (c->closing_ns && d->now_ns >= c->closing_ns)
+			msqd_client_drop(d, c, "disconnected (still running)");
 	}
 }
