@@ -138,7 +138,7 @@ static bool framed(const struct batch *b, size_t j)
  * < 0 when a read failed (the batch is then unchecked). */
 static int check_folios(struct batch *b)
 {
-	static uint64_t fl[1];
+	uint64_t fl;
 	/* Probes this batch may spend looking for smaller folios where a
 	 * larger one was not found: many while the last batch found folios,
 	 * one per aligned block where it found none (files cached in single
@@ -172,10 +172,10 @@ static int check_folios(struct batch *b)
 				cap = MAX_FOLIO_ORDER;
 				continue;
 			}
-			if (read_entries(b->d->kpageflags_fd, p + len / 2, fl, 1) < 0)
+			if (read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1) < 0)
 				return -EIO;
 			b->flag_reads++;
-			if (!(fl[0] & (1ULL << KPF_COMPOUND_TAIL))) {
+			if (!(fl & (1ULL << KPF_COMPOUND_TAIL))) {
 				/* Not one folio: its first half may be, at one
 				 * order less. */
 				if (k > MIN_PROBE_ORDER && budget) {
@@ -189,11 +189,11 @@ static int check_folios(struct batch *b)
 			}
 			/* [p, p + len) is one folio: its head's flags, and
 			 * whether any of its pages is mapped elsewhere. */
-			if (read_entries(b->d->kpageflags_fd, p, fl, 1) < 0)
+			if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0)
 				return -EIO;
 			b->flag_reads++;
 			found = true;
-			keep = in_use(fl[0]);
+			keep = in_use(fl);
 			for (size_t x = j; x < j + len; x++) {
 				keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
 				b->done[x] = true;

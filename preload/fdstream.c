@@ -415,11 +415,13 @@ static bool may_write(int fd, const struct stat *st, int fl)
 }
 
 /*
- * Looks at fd once and installs its state (or MSQ_FD_IGNORED): regular
- * files only, not O_DIRECT.  extra: flags to add (advice).  Returns the
- * slot's value.  Called with the guard raised.
+ * Looks at fd once (or again, with advice flags extra) and installs its
+ * state: regular files only, not O_DIRECT; anything else is marked
+ * MSQ_FD_IGNORED.  Returns the slot's value, or NULL (not open, or not
+ * ours to track: a vfork child, the read path turned off).  Called with
+ * the guard raised.
  */
-struct msq_fd *msq_fds_classify(int fd, unsigned extra)
+static struct msq_fd *classify(int fd, unsigned extra)
 {
 	struct msq_cachestat_range r = { 0, 4096 };
 	struct msq_cachestat cs;
@@ -512,6 +514,15 @@ static void give(struct msq_fd *s)
 	urcu_bp_read_unlock();
 }
 
+struct msq_fd *msq_fds_seen(int fd)
+{
+	struct msq_fd *s = msq_fdt_peek(fd);
+
+	if (!s && msq_fds_mode == MSQ_READ_ALL)
+		s = classify(fd, 0);
+	return s;
+}
+
 /*
  * Bookkeeping after a successful transfer of n bytes.  off >= 0: the
  * offset the call used; off < 0: the file position, which the call
@@ -577,8 +588,8 @@ bool msq_fds_use_dontcache(int fd)
 	struct msq_fd *s = msq_fdt_peek(fd);
 	bool dc = false;
 
-	if (!s && msq_fds_mode == MSQ_READ_ALL)
-		s = msq_fds_classify(fd, 0);
+	if (!s)
+		s = msq_fds_seen(fd);
 	if (!s || s == MSQ_FD_IGNORED || !__atomic_load_n(&g_dc_any, __ATOMIC_RELAXED))
 		return false;
 	urcu_bp_read_lock();
@@ -633,7 +644,7 @@ void msq_fds_advise(int fd, int advice)
 	if (!s) {
 		if (add == F_STOPPED && msq_fds_mode != MSQ_READ_ALL)
 			return;
-		s = msq_fds_classify(fd, add);
+		s = classify(fd, add);
 		if (s && s != MSQ_FD_IGNORED)
 			return;
 	}
@@ -721,7 +732,7 @@ void msq_fds_duplicated(int oldfd, int newfd)
 	urcu_bp_read_unlock();
 	if (!have)
 		return;
-	msq_fds_classify(newfd, fl);
+	classify(newfd, fl);
 }
 
 /* ---- fork and policy ----------------------------------------------------- */

@@ -26,11 +26,9 @@ extern enum msq_read_mode msq_fds_mode MSQ_HIDDEN;
 /* MADVSEQ_DONTCACHE=1: managed reads go through preadv2(RWF_DONTCACHE). */
 extern int msq_fds_dontcache MSQ_HIDDEN;
 
-/* Looks at fd for the first time (or again, with advice flags extra):
- * a regular file gets a stream state, anything else is marked ignored.
- * Returns the state, MSQ_FD_IGNORED, or NULL (not open, or not ours to
- * track: a vfork child, the read path turned off). */
-struct msq_fd *msq_fds_classify(int fd, unsigned extra) MSQ_HIDDEN;
+/* fd is about to move data: its state, classifying it first in "all" mode
+ * (where every regular file is managed from its first transfer). */
+struct msq_fd *msq_fds_seen(int fd) MSQ_HIDDEN;
 /* n bytes moved on fd at offset off (off < 0: at the file position, which
  * the call advanced): move the stream, drop or write back what is due. */
 void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing) MSQ_HIDDEN;

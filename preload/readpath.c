@@ -280,8 +280,7 @@ static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *bu
 	ssize_t rc;
 
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
-		msq_fds_classify(fd, 0);
+	msq_fds_seen(fd);
 	rc = call_write(fd, buf, n);
 	if (rc > 0)
 		msq_fds_after(fd, -1, (uint64_t)rc, true);
@@ -304,8 +303,7 @@ static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, boo
 		return is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
 			    : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
-		msq_fds_classify(fd, 0);
+	msq_fds_seen(fd);
 	rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
 		  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	if (rc > 0)
@@ -348,8 +346,7 @@ static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int 
 	if (untracked(fd) || (k != V_READV && off < -1) || ((k == V_PREADV || k == V_PREADV64) && off < 0))
 		return call_wv(k, fd, iov, cnt, off, fl);
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
-		msq_fds_classify(fd, 0);
+	msq_fds_seen(fd);
 	rc = call_wv(k, fd, iov, cnt, off, fl);
 	if (rc > 0)
 		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, true);
@@ -402,12 +399,9 @@ static bool copy_untracked(int in, int out)
 
 static void copy_classify(int in, int out)
 {
-	if (msq_fds_mode != MSQ_READ_ALL)
-		return;
-	if (!msq_fdt_peek(in))
-		msq_fds_classify(in, 0);
-	if (out >= 0 && !msq_fdt_peek(out))
-		msq_fds_classify(out, 0);
+	msq_fds_seen(in);
+	if (out >= 0)
+		msq_fds_seen(out);
 }
 
 static ssize_t call_sendfile(int out, int in, int64_t *off, size_t n)
@@ -673,8 +667,7 @@ static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlock
 	    untracked(fd = stream_fd(fp)))
 		return fn ? fn(p, size, n, fp) : 0;
 	MSQ_ENTER();
-	if (!msq_fdt_peek(fd) && msq_fds_mode == MSQ_READ_ALL)
-		msq_fds_classify(fd, 0);
+	msq_fds_seen(fd);
 	rc = fn(p, size, n, fp);
 	if (rc > 0 && size)
 		msq_fds_after(fd, -1, (uint64_t)rc * size, false);
