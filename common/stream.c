@@ -224,21 +224,30 @@ static int advise(struct msq_engine *e, const struct msq_extents *set, int advic
 }
 
 /* Opens the mapped file by path, checking it is still the same file. */
-static int open_mapped_file(const struct msq_stream *s)
+int msq_open_same_file(const char *path, dev_t dev, ino_t ino, bool noatime, struct stat *st)
 {
-	struct stat st;
-	int fd;
+	int fd = -1;
 
-	if (!s->path)
+	if (!path)
 		return -ENOENT;
-	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (noatime)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOATIME);
+	if (fd < 0) /* (O_NOATIME needs the file's owner or CAP_FOWNER) */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
+	if (fstat(fd, st) < 0 || st->st_dev != dev || st->st_ino != ino) {
 		close(fd); /* renamed or replaced: not the file we map */
 		return -ESTALE;
 	}
 	return fd;
+}
+
+static int open_mapped_file(const struct msq_stream *s)
+{
+	struct stat st;
+
+	return msq_open_same_file(s->path, s->dev, s->ino, false, &st);
 }
 
 static int fadvise_range(int fd, const struct msq_stream *s, uint64_t start, uint64_t end)

@@ -109,4 +109,13 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s);
 
 const char *msq_drop_how_name(enum msq_drop_how how);
 
+/*
+ * Opens path read-only (close-on-exec, non-blocking; with noatime, without
+ * touching its access time where the caller may) if it is the file (dev,
+ * ino), whose stat goes to *st.  Returns the descriptor or -errno
+ * (-ESTALE: another file is there now).
+ */
+struct stat;
+int msq_open_same_file(const char *path, dev_t dev, ino_t ino, bool noatime, struct stat *st);
+
 #endif

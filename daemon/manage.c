@@ -106,62 +106,105 @@ static int on_vma(const struct msq_vma *v, void *arg)
  * the client maps, whatever its mount namespace) and mincore, which tells
  * the truth to a privileged caller.  Best effort.
  */
+/*
+ * The file range s maps, as far as the file goes, a window of up to
+ * SNAP_STEP at a time: each mapped from fd (advised MADV_SEQUENTIAL, so
+ * faults in it mark nothing accessed), its residency read into a vector,
+ * fn called, and unmapped.  Stops at a window that cannot be mapped.
+ * Returns 0, fn's first error, or -errno.
+ */
+typedef int (*window_fn)(void *m, uint64_t len, uint64_t a, uint64_t foff,
+			 const unsigned char *vec, void *arg);
+
+static int each_cached_window(int fd, const struct stat *st, const struct msq_stream *s,
+			      window_fn fn, void *arg)
+{
+	_cleanup_free_ unsigned char *vec = malloc(SNAP_STEP / 4096);
+	int rc = 0;
+
+	if (!vec)
+		return -ENOMEM;
+	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
+		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
+		uint64_t foff = s->file_off + (a - s->start);
+		void *m;
+
+		if (foff >= (uint64_t)st->st_size)
+			break;
+		if (foff + len > (uint64_t)st->st_size)
+			len = ((uint64_t)st->st_size - foff + 4095) & ~(uint64_t)4095;
+		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
+		if (m == MAP_FAILED)
+			break;
+		msq_sys_madvise(m, (size_t)len, MADV_SEQUENTIAL);
+		rc = mincore(m, (size_t)len, vec) < 0 ? -errno : fn(m, len, a, foff, vec, arg);
+		munmap(m, (size_t)len);
+	}
+	return rc;
+}
+
+/* Adds to out the runs of cached pages of a window (the client's
+ * addresses [a, a + len)) that skip does not hold, each at its client
+ * address + shift. */
+static int add_cached_runs(const unsigned char *vec, uint64_t a, uint64_t len,
+			   const struct msq_extents *skip, uint64_t shift, struct msq_extents *out)
+{
+	uint64_t run = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
+		uint64_t ca = a + i * 4096;
+		bool in = i < len / 4096 && (vec[i] & 1) && !msq_extents_overlaps(skip, ca, ca + 4096);
+
+		if (in && !run)
+			run = ca + 1;
+		if (!in && run) {
+			rc = msq_extents_add(out, run - 1 + shift, ca + shift);
+			run = 0;
+		}
+	}
+	return rc;
+}
+
+/* snapshot(): what is cached outside the client's own pages. */
+struct snap {
+	const struct msq_extents *ahead;
+	struct msq_extents *precached;
+};
+
+static int snap_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const unsigned char *vec,
+		       void *arg)
+{
+	struct snap *sn = arg;
+
+	(void)m;
+	(void)foff;
+	return add_cached_runs(vec, a, len, sn->ahead, 0, sn->precached);
+}
+
 static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s, uint64_t vma_lo,
 		     uint64_t vma_hi)
 {
 	char p[256];
 	struct stat st;
 	struct msq_extents ahead = MSQ_EXTENTS_INIT;
-	unsigned char *vec = NULL;
+	struct snap sn = { &ahead, &s->precached };
 	int fd, rc = 0;
 
 	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
 		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
-	if (fd < 0)
-		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	if ((fd = msq_open_same_file(p, s->dev, s->ino, true, &st)) < 0)
 		return;
-	if (fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino ||
-	    !(vec = malloc(SNAP_STEP / 4096)))
-		goto out;
 	msq_extents_clear(&c->eng.present);
 	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
 	/* The client's own pages: mapped, or read ahead of a run of mapped. */
 	for (size_t i = 0; i < c->eng.present.n && rc == 0; i++)
 		rc = msq_extents_add(&ahead, c->eng.present.v[i].start,
 				     c->eng.present.v[i].end + READ_AHEAD_REACH);
-	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
-		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
-		uint64_t foff = s->file_off + (a - s->start), run = 0;
-		void *m;
-
-		if (foff >= (uint64_t)st.st_size)
-			break;
-		if (foff + len > (uint64_t)st.st_size)
-			len = ((uint64_t)st.st_size - foff + 4095) & ~(uint64_t)4095;
-		m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
-		if (m == MAP_FAILED)
-			break;
-		if (mincore(m, len, vec) < 0)
-			rc = -errno;
-		munmap(m, len);
-		for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
-			bool in = i < len / 4096 && (vec[i] & 1) &&
-				  !msq_extents_overlaps(&ahead, a + i * 4096, a + i * 4096 + 4096);
-
-			if (in && !run)
-				run = a + i * 4096 + 1;
-			if (!in && run) {
-				rc = msq_extents_add(&s->precached, run - 1, a + i * 4096);
-				run = 0;
-			}
-		}
-	}
+	if (rc == 0)
+		rc = each_cached_window(fd, &st, s, snap_window, &sn);
 	s->precached_known = rc == 0;
-out:
 	msq_extents_free(&ahead);
-	free(vec);
 	close(fd);
 }
 
@@ -409,59 +452,34 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 #define MADV_POPULATE_READ 22
 #endif
 
-/* Opens the region's file by path, if it is still the file mapped. */
-static int open_region_file(const struct msq_stream *s, struct stat *st)
-{
-	int fd;
-
-	if (!s->path)
-		return -ENOENT;
-	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
-	if (fd < 0)
-		fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st) < 0 || st->st_dev != s->dev || st->st_ino != s->ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
 /*
- * One window of an orphaned region, mapped by the daemon at m: the pages
- * cached there, less those cached before the stream and those in use
- * elsewhere, go with fadvise(DONTNEED), which itself leaves pages mapped
- * by other processes, dirty or under writeback.  The kpageflags check
- * needs page frames, so the cached runs are faulted into the daemon's own
- * mapping (MADV_POPULATE_READ on cached pages reads nothing).  Populating
- * may mark a page accessed: the check then errs towards keeping it.
+ * An orphaned region's window, mapped by the daemon at m: the pages cached
+ * there, less those cached before the stream and those in use elsewhere,
+ * are added to o->files (file offsets) for fadvise(DONTNEED), which itself
+ * leaves pages mapped by other processes, dirty or under writeback.  The
+ * kpageflags check needs page frames, so the cached runs are faulted into
+ * the daemon's own mapping (MADV_POPULATE_READ on cached pages reads
+ * nothing).  Populating may mark a page accessed: the check then errs
+ * towards keeping it.
  */
-static uint64_t orphan_window(struct msqd *d, struct msqd_client *c, const struct msq_stream *s,
-			      int fd, uint64_t a, uint64_t len, uint64_t foff, void *m,
-			      unsigned char *vec, struct msq_engine *own)
+struct orphan {
+	struct msqd *d;
+	struct msqd_client *c;
+	const struct msq_stream *s;
+	struct msq_engine *own;
+	struct msq_extents *files;
+};
+
+static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const unsigned char *vec,
+			 void *arg)
 {
-	uint64_t base = (uint64_t)(uintptr_t)m, run = 0, dropped = 0;
+	struct orphan *o = arg;
+	uint64_t base = (uint64_t)(uintptr_t)m;
 	struct msq_extents drop = MSQ_EXTENTS_INIT;
 	struct msq_stream view;
-	int rc = 0;
+	int rc = add_cached_runs(vec, a, len, &o->s->precached, base - a, &drop);
 
-	msq_sys_madvise(m, (size_t)len, MADV_SEQUENTIAL);
-	if (mincore(m, (size_t)len, vec) < 0)
-		return 0;
-	for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
-		uint64_t ca = a + i * 4096; /* the client's address of this page */
-		bool in = i < len / 4096 && (vec[i] & 1) &&
-			  !msq_extents_overlaps(&s->precached, ca, ca + 4096);
-
-		if (in && !run)
-			run = base + i * 4096 + 1;
-		if (!in && run) {
-			rc = msq_extents_add(&drop, run - 1, base + i * 4096);
-			run = 0;
-		}
-	}
-	if (rc == 0 && own->filter && drop.n) {
+	if (rc == 0 && o->own->filter && drop.n) {
 		struct msq_extents unseen = MSQ_EXTENTS_INIT;
 
 		/* A run that cannot be looked at is kept. */
@@ -473,28 +491,25 @@ static uint64_t orphan_window(struct msqd *d, struct msqd_client *c, const struc
 			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
 		msq_extents_free(&unseen);
 		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
-		d->cur = c;
+		o->d->cur = o->c;
 		if (rc == 0)
-			rc = own->filter(own, &view, &drop, own->filter_arg);
-		d->cur = NULL;
+			rc = o->own->filter(o->own, &view, &drop, o->own->filter_arg);
+		o->d->cur = NULL;
 		msq_extents_free(&view.kept);
 	}
-	munmap(m, (size_t)len);
-	for (size_t i = 0; i < drop.n && rc == 0; i++) {
-		uint64_t off = foff + (drop.v[i].start - base), n = drop.v[i].end - drop.v[i].start;
-
-		if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED) == 0)
-			dropped += n;
-	}
+	for (size_t i = 0; i < drop.n && rc == 0; i++)
+		rc = msq_extents_add(o->files, foff + (drop.v[i].start - base),
+				     foff + (drop.v[i].end - base));
 	msq_extents_free(&drop);
-	return dropped;
+	return rc;
 }
 
 uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 {
 	const struct msq_stream *s = &c->r[i]->s;
-	_cleanup_free_ unsigned char *vec = NULL;
+	struct msq_extents files = MSQ_EXTENTS_INIT;
 	struct msq_engine own;
+	struct orphan o = { d, c, s, &own, &files };
 	struct stat st;
 	uint64_t dropped = 0;
 	int fd;
@@ -502,11 +517,8 @@ uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 	if (!c->cg || c->cg->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, c->cg) ||
 	    (d->kernel_state == 1 && c->r[i]->kernel_fs) || !s->precached_known)
 		return 0;
-	if ((fd = open_region_file(s, &st)) < 0 || !(vec = malloc(SNAP_STEP / 4096))) {
-		if (fd >= 0)
-			close(fd);
+	if ((fd = msq_open_same_file(s->path, s->dev, s->ino, true, &st)) < 0)
 		return 0;
-	}
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
 	if (c->cg->pol->strong_refs && d->refs_ok) {
@@ -517,20 +529,14 @@ uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 		own.filter = msqd_refs_filter;
 		own.filter_arg = d;
 	}
-	for (uint64_t a = s->start; a < s->end; a += SNAP_STEP) {
-		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
-		uint64_t foff = s->file_off + (a - s->start);
-		void *m;
-
-		if (foff >= (uint64_t)st.st_size)
-			break;
-		if (foff + len > (uint64_t)st.st_size)
-			len = ((uint64_t)st.st_size - foff + 4095) & ~(uint64_t)4095;
-		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
-		if (m == MAP_FAILED)
-			break;
-		dropped += orphan_window(d, c, s, fd, a, len, foff, m, vec, &own);
-	}
+	/* What the windows found goes once they are unmapped (fadvise leaves
+	 * mapped pages alone), even if a later window failed. */
+	each_cached_window(fd, &st, s, orphan_window, &o);
+	for (size_t j = 0; j < files.n; j++)
+		if (syscall(SYS_fadvise64, fd, (off_t)files.v[j].start,
+			    (off_t)(files.v[j].end - files.v[j].start), POSIX_FADV_DONTNEED) == 0)
+			dropped += files.v[j].end - files.v[j].start;
+	msq_extents_free(&files);
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
 	close(fd);
