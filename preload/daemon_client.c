@@ -307,23 +307,25 @@ static int register_region(struct msq_region *r)
 	return 0;
 }
 
-void msq_daemon_sync(void)
+/* Whether there is a connection: one the program did not close, or, if
+ * may_connect and a retry is due, a new one. */
+static bool connected(bool may_connect)
 {
-	size_t in_flight = 0;
-
-	if (g.disabled)
-		return;
 	if (g.fd >= 0 && !fd_is_ours()) {
 		g.fd = -1; /* the program closed it: not ours to close again */
 		disconnect("lost the daemon's socket", RETRY_MIN_NS);
 	}
-	if (g.fd < 0) {
-		if (!msq_regions_count() || msq_now_ns() < g.next_try_ns)
-			return;
+	if (g.fd < 0 && may_connect && msq_now_ns() >= g.next_try_ns)
 		try_connect();
-		if (g.fd < 0)
-			return;
-	}
+	return g.fd >= 0;
+}
+
+void msq_daemon_sync(void)
+{
+	size_t in_flight = 0;
+
+	if (g.disabled || !connected(msq_regions_count() > 0))
+		return;
 	if (!read_replies() || g.state != ST_READY)
 		return;
 	for (size_t i = 0; i < g.n; i++)
@@ -433,13 +435,7 @@ void msq_daemon_ask_policy(void)
 	msq_regions_lock();
 	if (!g.policy_asked) {
 		__atomic_store_n(&g.policy_asked, true, __ATOMIC_RELEASE);
-		if (g.fd >= 0 && !fd_is_ours()) {
-			g.fd = -1;
-			disconnect("lost the daemon's socket", RETRY_MIN_NS);
-		}
-		if (g.fd < 0 && msq_now_ns() >= g.next_try_ns)
-			try_connect();
-		if (g.fd >= 0 && !g.policy_known)
+		if (connected(true) && !g.policy_known)
 			await_reply(g.policy_seq, POLICY_WAIT_NS);
 	}
 	msq_regions_unlock();
