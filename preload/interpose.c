@@ -73,13 +73,22 @@ static uint64_t page_end(const void *a, size_t len)
 	return ((uintptr_t)a + len + 4095) & ~(uint64_t)4095;
 }
 
+/* The kernel refuses (EINVAL) a munmap or MAP_FIXED mmap of this range
+ * before it changes any mapping: nothing tracked may change either (an
+ * unaligned address would otherwise split a region off page bounds). */
+static bool refused_range(const void *addr, size_t len)
+{
+	return ((uintptr_t)addr & 4095) || len == 0;
+}
+
 /* MAP_FIXED over a tracked range: the old mapping goes, as with munmap. */
 static __attribute__((noinline)) void *mmap_fixed_tracked(void *addr, size_t len, int prot,
 							   int flags, int fd, off_t off)
 {
 	void *p;
 
-	if (!msq_shim_ready() || !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
+	if (refused_range(addr, len) || !msq_shim_ready() ||
+	    !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
 		return call_mmap(addr, len, prot, flags, fd, off);
 	MSQ_ENTER();
 	msq_track_lock();
@@ -118,7 +127,8 @@ static __attribute__((noinline)) int munmap_tracked(void *addr, size_t len)
 {
 	int rc;
 
-	if (!msq_shim_ready() || !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
+	if (refused_range(addr, len) || !msq_shim_ready() ||
+	    !msq_regions_overlap((uintptr_t)addr, page_end(addr, len)))
 		return call_munmap(addr, len);
 	MSQ_ENTER();
 	/* Final drop and untrack first, with the lock held until the range is
@@ -151,7 +161,7 @@ MSQ_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (msq_guard || !msq_regions_any() || !msq_shim_ready() ||
+	if (msq_guard || !msq_regions_any() || ((uintptr_t)old & 4095) || !msq_shim_ready() ||
 	    (!msq_regions_overlap((uintptr_t)old, page_end(old, old_len)) &&
 	     !((flags & MREMAP_FIXED) &&
 	       msq_regions_overlap((uintptr_t)new_addr, page_end(new_addr, new_len)))))

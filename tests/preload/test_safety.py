@@ -23,9 +23,16 @@ def main():
             path = os.path.join(wd.path, "f")
             open(path, "wb").close()
             plain = run([sys.argv[2], path], plain_env()).stdout
-            shim = run([sys.argv[2], path], shim_env(MADVSEQ_DEBUG=1)).stdout
+            p = run([sys.argv[2], path], shim_env(MADVSEQ_DEBUG=1))
+            shim = p.stdout
             print(shim)
             check(plain and plain == shim, "identical results and errno with and without the shim")
+            # Calls the kernel refuses (an unaligned munmap) change nothing
+            # tracked: every region stays on page bounds.
+            bounds = [int(x, 16) for r in re.findall(r"region #\d+ 0x([0-9a-f]+)-0x([0-9a-f]+)", p.stderr)
+                      for x in r]
+            check(bounds and all(b % 4096 == 0 for b in bounds),
+                  "tracked regions stay page-aligned (%d bounds seen)" % len(bounds))
         elif what == "stress":
             p = run([sys.argv[2], os.path.join(wd.path, "stress-file"), "6"],
                     shim_env(MADVSEQ_STATS=os.path.join(wd.path, "stats")), timeout=120)
