@@ -581,11 +581,22 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 	}
 }
 
+/* Whether a message from the client waits unread.  A daemon kept busy (a
+ * thousand clients exiting at once) may reach a new client's HELLO only after
+ * hello_timeout: that client did speak in time and must not be cut off. */
+static bool message_waiting(int fd)
+{
+	char byte;
+
+	return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 void msqd_server_timeouts(struct msqd *d)
 {
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		next = c->next;
-		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns)
+		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns &&
+		    !message_waiting(c->fd))
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
 		else if (c->closing_ns && d->now_ns >= c->closing_ns)
 			msqd_client_drop(d, c, "disconnected (still running)");
