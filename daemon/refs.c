@@ -20,7 +20,9 @@
  * folio exactly when the frame half-way, p + 2^(k-1), is a compound tail
  * (folios are naturally aligned, so a folio holding that tail must start
  * at p): one probe and one read of the head's flags then stand for the
- * whole folio.  Other pages are read in spans of nearby frames.
+ * whole folio.  Other pages are read in spans of nearby frames (a stream's
+ * first megabytes are cached in single pages, before read-ahead grows its
+ * folios; their frames are scattered).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +40,7 @@
 #define KPF_COMPOUND_TAIL 16
 #define BATCH 512
 #define SPAN 1024
+#define SPAN_GAP 16
 #define MAX_FOLIO_ORDER 9   /* PMD-sized */
 #define MIN_PROBE_ORDER 2   /* smaller runs: not worth a probe */
 #define PROBE_BUDGET 32     /* per batch of 512 pages, for folios below the largest */
@@ -209,7 +212,7 @@ static int check_folios(struct batch *b)
 }
 
 /* Everything else: frames sorted, flags read once per span of up to SPAN
- * nearby frames. */
+ * frames, none more than SPAN_GAP after the last. */
 static int check_pages(struct batch *b)
 {
 	static uint64_t fl[SPAN];
@@ -224,7 +227,9 @@ static int check_pages(struct batch *b)
 		uint64_t first = fr[j].pfn;
 		size_t k = j + 1, span;
 
-		while (k < nf && fr[k].pfn - first < SPAN)
+		/* Each frame read costs the kernel a page snapshot: a span
+		 * takes in a gap of a few frames, not hundreds. */
+		while (k < nf && fr[k].pfn - first < SPAN && fr[k].pfn - fr[k - 1].pfn <= SPAN_GAP)
 			k++;
 		span = (size_t)(fr[k - 1].pfn - first + 1);
 		if (read_entries(b->d->kpageflags_fd, first, fl, span) < 0)
