@@ -53,6 +53,7 @@ struct msq_stream {
 	struct msq_extents cursors;    /* run ends, for windowed pagemap reads */
 	struct msq_extents written;    /* paged out while dirty: awaiting writeback */
 	uint64_t sweep;                /* next address of the discovery sweep */
+	uint64_t full_scan_ns;         /* when the whole range was last read */
 	struct msq_stream_stats st;
 };
 
