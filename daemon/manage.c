@@ -587,21 +587,26 @@ uint64_t msqd_cycle(struct msqd *d)
 		 * its regions are as they were.  Looked at anyway every
 		 * IDLE_RECHECK_NS (kept pages are retried, readers may have
 		 * been paged out by reclaim). */
-		{
+		if (c->busy) {
+			/* It dropped something last cycle: look again without
+			 * reading its faults (which costs about as much as
+			 * the look); they are read again once it goes quiet. */
+			c->faults = UINT64_MAX;
+		} else {
 			uint64_t f = 0;
 			bool known = read_faults(c, &f) == 0;
 
-			if (known && f == c->faults && !c->busy &&
+			if (known && f == c->faults &&
 			    (d->now_ns - c->full_ns < IDLE_RECHECK_NS || rechecks >= budget)) {
 				d->idle_skips++;
 				continue;
 			}
-			if (known && f == c->faults && !c->busy)
+			if (known && f == c->faults)
 				rechecks++;
-			c->faults = f;
-			c->full_ns = d->now_ns;
-			c->busy = false;
+			c->faults = known ? f : UINT64_MAX;
 		}
+		c->full_ns = d->now_ns;
+		c->busy = false;
 		engine_for_policy(d, c);
 		for (size_t i = 0; i < c->nr; i++) {
 			struct msq_stream *s = &c->r[i]->s;
