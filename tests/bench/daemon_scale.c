@@ -188,6 +188,14 @@ static double proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* N from "cycles: N, ..." in a status. */
+static long long status_cycles(const char *st)
+{
+	const char *p = st ? strstr(st, "cycles: ") : NULL;
+
+	return p ? strtoll(p + 8, NULL, 10) : -1;
+}
+
 /* Seconds from "... (X s of it inside process_madvise ..." in a status. */
 static double advice_cpu_s(const char *st)
 {
@@ -203,6 +211,7 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	const uint64_t size = UINT64_C(2) << 30;
 	char file[4096], conf[4096], log[4096];
 	double c0, c1, t0, t1, gbps, a0, a1;
+	long long n0, n1;
 	pid_t daemon, s;
 	int fd, status;
 
@@ -268,6 +277,7 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	for (int i = 0; i < 200 && !daemon_status(); i++)
 		usleep(25000);
 	a0 = advice_cpu_s(daemon_status());
+	n0 = status_cycles(daemon_status());
 	c0 = proc_cpu_s(daemon);
 	double u0 = g_utime, s0 = g_stime;
 	t0 = now_s();
@@ -287,6 +297,7 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	t1 = now_s();
 	c1 = proc_cpu_s(daemon);
 	a1 = advice_cpu_s(daemon_status());
+	n1 = status_cycles(daemon_status());
 	gbps = (double)size / 1e9 / (t1 - t0);
 	printf("daemon_scale --cpu: %s streamer read 2 GiB in %.2f s (%.2f GB/s); daemon CPU %.3f s = "
 	       "%.2f%% of one core, %.2f%% of a core per GB/s (target <= 1%%)\n",
@@ -300,11 +311,17 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 		       "= %.2f%% of a core per GB/s; the rest (finding, checking, planning) %.3f s = "
 		       "%.2f%% of a core per GB/s\n", a1 - a0, 100 * (a1 - a0) / (t1 - t0) / gbps,
 		       (c1 - c0) - (a1 - a0), 100 * ((c1 - c0) - (a1 - a0)) / (t1 - t0) / gbps);
+	if (n0 >= 0 && n1 > n0)
+		printf("daemon_scale --cpu: %lld management cycles, %.1f MiB streamed and %.0f us of "
+		       "daemon CPU per cycle\n", n1 - n0, (double)size / (1 << 20) / (double)(n1 - n0),
+		       1e6 * (c1 - c0) / (double)(n1 - n0));
 	{
 		char *st = daemon_status(), *p = st ? strstr(st, "dropped: ") : NULL;
 
 		if (p)
 			printf("daemon_scale --cpu: daemon %.*s\n", (int)strcspn(p, "\n"), p);
+		if (!lib && st && (p = strstr(st, "discovery scans: ")))
+			printf("daemon_scale --cpu: %.*s\n", (int)strcspn(p, "\n"), p);
 	}
 	kill(daemon, SIGTERM);
 	waitpid(daemon, NULL, 0);
