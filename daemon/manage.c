@@ -103,7 +103,8 @@ static int on_vma(const struct msq_vma *v, void *arg)
  * costs per cached folio) is mapped from fd (advised MADV_SEQUENTIAL, so
  * faults in it mark nothing accessed), its residency read into a vector
  * (mincore, which tells the truth to a privileged caller but costs a
- * page-cache lookup per page: 25 ms for 2 GiB), fn called, and unmapped.
+ * page-cache lookup per page, 25 ms for 2 GiB: not needed where cachestat
+ * counted every page), fn called, and unmapped.
  * Stops at a window that cannot be mapped.  Returns 0, fn's first error,
  * or -errno.
  */
@@ -121,6 +122,7 @@ static int each_cached_window(int fd, const struct stat *st, const struct msq_st
 	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
 		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
 		uint64_t foff = s->file_off + (a - s->start);
+		bool all = false;
 		void *m;
 
 		if (foff >= (uint64_t)st->st_size)
@@ -131,14 +133,22 @@ static int each_cached_window(int fd, const struct stat *st, const struct msq_st
 			struct msq_cachestat_range cr = { foff, len };
 			struct msq_cachestat cs;
 
-			if (msq_cachestat(fd, &cr, &cs) == 0 && cs.nr_cache == 0)
-				continue; /* nothing cached: nothing for fn */
+			if (msq_cachestat(fd, &cr, &cs) == 0) {
+				if (cs.nr_cache == 0)
+					continue; /* nothing cached: nothing for fn */
+				all = cs.nr_cache == len / 4096;
+			}
 		}
 		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
 		if (m == MAP_FAILED)
 			break;
 		msq_sys_madvise(m, (size_t)len, MADV_SEQUENTIAL);
-		rc = mincore(m, (size_t)len, vec) < 0 ? -errno : fn(m, len, a, foff, vec, arg);
+		if (all)
+			memset(vec, 1, (size_t)(len / 4096)); /* cached through and through */
+		else if (mincore(m, (size_t)len, vec) < 0)
+			rc = -errno;
+		if (rc == 0)
+			rc = fn(m, len, a, foff, vec, arg);
 		munmap(m, (size_t)len);
 	}
 	return rc;
@@ -526,6 +536,10 @@ uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 
 	if (!c->cg || c->cg->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, c->cg) ||
 	    (d->kernel_state == 1 && c->r[i]->kernel_fs) || !s->precached_known)
+		return 0;
+	/* All of it was cached before: nothing there is the stream's (and a
+	 * thousand clients of one file exiting at once cost nothing). */
+	if (msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
 		return 0;
 	if ((fd = msq_open_same_file(s->path, s->dev, s->ino, true, &st)) < 0)
 		return 0;
