@@ -118,6 +118,16 @@ static bool stat_value(const char *text, const char *key, uint64_t *v)
 	return false;
 }
 
+int msqd_stat_file_value(const char *file, const char *key, uint64_t *v)
+{
+	char buf[16384];
+	ssize_t n = read_small(file, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	return stat_value(buf, key, v) ? 0 : -ENOENT;
+}
+
 int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
 		       uint64_t *pages)
 {

@@ -52,4 +52,8 @@ void msqd_cgroup_dir(const char *cg_root, const char *path, enum msqd_cg_layout 
 int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
 		       uint64_t *pages);
 
+/* The value of key in a file of "key value" lines (memory.stat,
+ * /proc/vmstat).  Returns 0, -ENOENT without the key, or -errno. */
+int msqd_stat_file_value(const char *file, const char *key, uint64_t *v);
+
 #endif

@@ -287,22 +287,13 @@ static unsigned scan_one(struct msqd *d, struct scan *sc, pid_t pid)
  * which counts KiB). */
 static int disk_intake(struct msqd *d, uint64_t *pages)
 {
-	char file[256], buf[16384];
-	const char *p;
-	ssize_t n;
-	int fd;
+	char file[256];
+	int rc;
 
 	snprintf(file, sizeof(file), "%s/vmstat", d->proc_root);
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	if (!(p = strstr(buf, "\npgpgin ")))
-		return -ENOENT;
-	*pages = strtoull(p + 8, NULL, 10) / 4;
+	if ((rc = msqd_stat_file_value(file, "pgpgin", pages)) < 0)
+		return rc;
+	*pages /= 4;
 	/* Streams already managed read from disk what the daemon drops: not
 	 * news (and a managed stream would otherwise keep starting scans). */
 	*pages -= *pages > d->dropped_total / 4096 ? d->dropped_total / 4096 : *pages;
