@@ -38,6 +38,8 @@
 
 #include <madvseq/protocol.h>
 
+#include "../daemon/status_request.h"
+
 #define REGION (8u << 20)
 
 static char g_sock[108];
@@ -61,46 +63,9 @@ static int conn(void)
 	return fd;
 }
 
-static int xsend(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
-{
-	struct msq_msg_hdr *h = m;
-
-	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, seq };
-	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
-}
-
 static char *daemon_status(void)
 {
-	static char out[1 << 20];
-	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
-	struct msq_msg_hdr s;
-	char buf[MSQ_MSG_MAX];
-	size_t len = 0;
-	int fd = conn();
-
-	if (fd < 0)
-		return NULL;
-	if (xsend(fd, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(fd, buf, sizeof(buf), 0) <= 0 ||
-	    xsend(fd, &s, MSQ_MSG_STATUS, sizeof(s), 2) < 0) {
-		close(fd);
-		return NULL;
-	}
-	for (;;) {
-		struct msq_msg_text *t = (struct msq_msg_text *)buf;
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-		if (n < (ssize_t)sizeof(*t) || t->h.type != MSQ_MSG_TEXT)
-			break;
-		if (len + t->length < sizeof(out) - 1) {
-			memcpy(out + len, t->data, t->length);
-			len += t->length;
-		}
-		if (t->flags & MSQ_TEXT_END)
-			break;
-	}
-	close(fd);
-	out[len] = '\0';
-	return out;
+	return msq_test_status(conn(), 10000);
 }
 
 static void child(const char *file, int regions, int ready)
@@ -114,7 +79,7 @@ static void child(const char *file, int regions, int ready)
 		fprintf(stderr, "daemon_scale: pid %d: cannot connect: %s\n", (int)getpid(), strerror(errno));
 		_exit(1);
 	}
-	if (xsend(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0) {
+	if (msq_test_send(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0) {
 		fprintf(stderr, "daemon_scale: pid %d: no welcome\n", (int)getpid());
 		_exit(1);
 	}
@@ -130,7 +95,7 @@ static void child(const char *file, int regions, int ready)
 
 		if (p == MAP_FAILED || madvise(p, REGION, MADV_SEQUENTIAL) < 0)
 			_exit(1);
-		if (xsend(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
+		if (msq_test_send(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
 		    recv(s, &res, sizeof(res), 0) != sizeof(res) || res.status != 0) {
 			fprintf(stderr, "daemon_scale: pid %d: region %d not registered: %s\n",
 				(int)getpid(), i, res.status ? strerror(-res.status) : strerror(errno));

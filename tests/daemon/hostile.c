@@ -41,6 +41,8 @@
 
 #include <madvseq/protocol.h>
 
+#include "status_request.h"
+
 static const char *g_sock;
 static uint32_t g_seq;
 
@@ -127,39 +129,9 @@ static bool hung_up(int fd, int ms)
 	}
 }
 
-static char *status_text(void)
-{
-	static char out[1 << 20];
-	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
-	struct msq_msg_hdr s;
-	char buf[MSQ_MSG_MAX];
-	size_t len = 0;
-	int fd = conn();
-
-	if (msg(fd, &h, MSQ_MSG_HELLO, sizeof(h)) < 0 || reply(fd, buf, sizeof(buf), 5000) <= 0 ||
-	    msg(fd, &s, MSQ_MSG_STATUS, sizeof(s)) < 0)
-		return NULL;
-	for (;;) {
-		struct msq_msg_text *t = (struct msq_msg_text *)buf;
-		ssize_t n = reply(fd, buf, sizeof(buf), 10000);
-
-		if (n < (ssize_t)sizeof(*t) || t->h.type != MSQ_MSG_TEXT)
-			return NULL;
-		if (len + t->length < sizeof(out)) {
-			memcpy(out + len, t->data, t->length);
-			len += t->length;
-		}
-		if (t->flags & MSQ_TEXT_END)
-			break;
-	}
-	out[len] = '\0';
-	close(fd);
-	return out;
-}
-
 static long clients(void)
 {
-	char *s = status_text(), *p;
+	char *s = msq_test_status(conn(), 10000), *p;
 
 	if (!s || !(p = strstr(s, "clients: ")))
 		return -1;
@@ -471,7 +443,7 @@ static int pid_reuse(const char *file)
 	usleep(300 * 1000);
 	snprintf(buf, sizeof(buf), "pid %d", (int)a);
 	{
-		char *s = status_text();
+		char *s = msq_test_status(conn(), 10000);
 
 		printf("pid %d reused; daemon reports %ld clients%s\n", (int)a, c,
 		       s && strstr(s, buf) ? ", and still lists that pid (WRONG)" : "");
