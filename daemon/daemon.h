@@ -41,6 +41,16 @@ struct msqd_region {
 	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
 };
 
+/* A region whose client exited while it was managed: what it left cached
+ * is dropped through the file (manage.c), a few at a time between events,
+ * so that a thousand programs exiting at once do not stop the daemon. */
+struct msqd_leftover {
+	struct msqd_leftover *next;
+	struct msqd_region *r;
+	struct msqd_cg *cg;
+	pid_t pid;
+};
+
 /* Discovery's watch on a counter of pages coming into the page cache
  * (discover.c): a scan is started once `trigger' pages came in since the
  * last scan, no sooner than gap_ns after it. */
@@ -126,7 +136,9 @@ struct msqd {
 	bool refs_found_folios;    /* the last batch checked held large folios */
 	uint64_t advice_cpu_ns;    /* CPU spent inside process_madvise (reclaim) */
 	uint64_t started_ns;
-	struct msqd_client *cur; /* the client being cycled (for refs.c) */
+	struct msqd_cg *cur_cg;  /* whose pages are being checked (for refs.c) */
+	struct msqd_leftover *leftovers, **leftovers_tail; /* exit drops, in order */
+	unsigned nleftovers;
 };
 
 uint64_t msqd_now_ns(void);
@@ -151,9 +163,12 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		    uint32_t nprecached);
 void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
 /* The client exited with region i still managed (no library, or killed
- * by a signal): drops, through the file, what it left cached there as the
- * final drop would have.  Returns bytes dropped. */
-uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i);
+ * by a signal): the region leaves the client for the exit-drop queue,
+ * where what it left cached goes through the file, as the final drop
+ * would have taken it. */
+void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i);
+/* Runs queued exit drops for about budget_ns; true if some are left. */
+bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns);
 /* The client is about to unmap [start, end) of region i (or to exit):
  * drops all of that part the policy lets go, now.  Returns bytes dropped. */
 uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,

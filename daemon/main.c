@@ -24,6 +24,8 @@
 #include "log.h"
 
 #define DEFAULT_CONFIG "/etc/madvseq/madvseqd.conf"
+/* Time given to exit drops per turn of the event loop. */
+#define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
 
 uint64_t msqd_now_ns(void)
 {
@@ -269,6 +271,8 @@ int main(int argc, char **argv)
 		}
 		d.now_ns = msqd_now_ns();
 		timeout = wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
+		if (d.leftovers)
+			timeout = 0; /* exit drops to go on with */
 		n = epoll_wait(d.epfd, ev, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %s", strerror(errno));
@@ -338,11 +342,15 @@ int main(int argc, char **argv)
 			msqd_server_timeouts(&d);
 			next_timeouts = d.now_ns + 200 * 1000000ull;
 		}
+		/* A slice of them at a time: clients keep their answers and
+		 * streams their cycles while many programs exit at once. */
+		msqd_exit_drops(&d, EXIT_DROP_SLICE_NS);
 	}
 out:
 	sd_notify(0, "STOPPING=1");
 	while (d.clients)
 		msqd_client_drop(&d, d.clients, "daemon exiting");
+	msqd_exit_drops(&d, UINT64_MAX);
 	unlink(d.socket);
 	close(d.lfd);
 	msqd_conf_free(&d.conf);

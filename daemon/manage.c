@@ -323,14 +323,22 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 	return 0;
 }
 
-void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
+/* Takes region i out of the client. */
+static struct msqd_region *detach(struct msqd_client *c, size_t i)
 {
 	struct msqd_region *r = c->r[i];
 
-	(void)d;
 	c->r[i] = c->r[--c->nr];
 	if (c->cg)
 		c->cg->regions--;
+	return r;
+}
+
+void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
+{
+	struct msqd_region *r = detach(c, i);
+
+	(void)d;
 	msq_stream_free(&r->s);
 	free(r);
 }
@@ -434,9 +442,9 @@ static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_st
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
-	d->cur = c;
+	d->cur_cg = c->cg;
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
-	d->cur = NULL;
+	d->cur_cg = NULL;
 	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
@@ -484,7 +492,7 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
  */
 struct orphan {
 	struct msqd *d;
-	struct msqd_client *c;
+	struct msqd_cg *cg;
 	const struct msq_stream *s;
 	struct msq_engine *own;
 	struct msq_extents *files;
@@ -511,10 +519,10 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
 		msq_extents_free(&unseen);
 		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
-		o->d->cur = o->c;
+		o->d->cur_cg = o->cg;
 		if (rc == 0)
 			rc = o->own->filter(o->own, &view, &drop, o->own->filter_arg);
-		o->d->cur = NULL;
+		o->d->cur_cg = NULL;
 		msq_extents_free(&view.kept);
 	}
 	for (size_t i = 0; i < drop.n && rc == 0; i++)
@@ -524,18 +532,20 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 	return rc;
 }
 
-uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
+/* What an exited client's region r left cached, through the file.
+ * Returns bytes dropped. */
+static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_region *r)
 {
-	const struct msq_stream *s = &c->r[i]->s;
+	const struct msq_stream *s = &r->s;
 	struct msq_extents files = MSQ_EXTENTS_INIT;
 	struct msq_engine own;
-	struct orphan o = { d, c, s, &own, &files };
+	struct orphan o = { d, g, s, &own, &files };
 	struct stat st;
 	uint64_t dropped = 0;
 	int fd;
 
-	if (!c->cg || c->cg->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, c->cg) ||
-	    (d->kernel_state == 1 && c->r[i]->kernel_fs) || !s->precached_known)
+	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, g) ||
+	    (d->kernel_state == 1 && r->kernel_fs) || !s->precached_known)
 		return 0;
 	/* All of it was cached before: nothing there is the stream's (and a
 	 * thousand clients of one file exiting at once cost nothing). */
@@ -545,7 +555,7 @@ uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 		return 0;
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
-	if (c->cg->pol->strong_refs && d->refs_ok) {
+	if (g->pol->strong_refs && d->refs_ok) {
 		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0) {
 			close(fd);
 			return 0; /* cannot check: keep it all */
@@ -564,9 +574,49 @@ uint64_t msqd_region_orphaned(struct msqd *d, struct msqd_client *c, size_t i)
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
 	close(fd);
-	c->cg->dropped += dropped;
+	g->dropped += dropped;
 	d->dropped_total += dropped;
 	return dropped;
+}
+
+void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
+{
+	struct msqd_leftover *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		msqd_region_remove(d, c, i); /* and its pages stay: nothing worse */
+		return;
+	}
+	*l = (struct msqd_leftover){ .cg = c->cg, .pid = c->pid };
+	l->r = detach(c, i);
+	if (!d->leftovers)
+		d->leftovers_tail = &d->leftovers;
+	*d->leftovers_tail = l;
+	d->leftovers_tail = &l->next;
+	d->nleftovers++;
+}
+
+bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
+{
+	uint64_t t0 = msqd_now_ns();
+
+	while (d->leftovers) {
+		struct msqd_leftover *l = d->leftovers;
+		uint64_t n;
+
+		d->now_ns = msqd_now_ns();
+		if (d->now_ns - t0 >= budget_ns)
+			break;
+		d->leftovers = l->next;
+		d->nleftovers--;
+		n = exit_drop(d, l->cg, l->r);
+		log_debug("pid %d (exited): %llu KiB of what its region %#llx left cached dropped",
+			  (int)l->pid, (unsigned long long)(n >> 10), (unsigned long long)l->r->s.start);
+		msq_stream_free(&l->r->s);
+		free(l->r);
+		free(l);
+	}
+	return d->leftovers != NULL;
 }
 
 uint64_t msqd_cycle(struct msqd *d)

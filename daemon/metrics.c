@@ -123,6 +123,9 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	    d->conf.n, d->conf.n == 1 ? "" : "s");
 	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
 	    d->nshim, d->ndiscovered, (unsigned long long)regions_total(d));
+	if (d->nleftovers)
+		put(&o, "exit drops pending: %u region%s of exited programs\n", d->nleftovers,
+		    d->nleftovers == 1 ? "" : "s");
 	put(&o, "cycles: %llu, last %.3f ms, max %.3f ms; protocol errors: %llu, regions refused: %llu\n",
 	    (unsigned long long)d->cycles, (double)d->last_cycle_ns / 1e6, (double)d->max_cycle_ns / 1e6,
 	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
@@ -208,6 +211,9 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 	    d->nshim, d->ndiscovered);
 	prom_head(&o, "madvseq_regions", "gauge", "Managed MADV_SEQUENTIAL regions.");
 	put(&o, "madvseq_regions %llu\n", (unsigned long long)regions_total(d));
+	prom_head(&o, "madvseq_exit_drops_pending", "gauge",
+		  "Regions of exited programs whose cached pages are still to be dropped.");
+	put(&o, "madvseq_exit_drops_pending %u\n", d->nleftovers);
 	prom_head(&o, "madvseq_kernel_dropbehind", "gauge",
 		  "The kernel's own drop-behind switch: 1 on, 0 off, -1 absent.");
 	put(&o, "madvseq_kernel_dropbehind %d\n", d->kernel_state < 0 ? -1 : d->kernel_state);

@@ -250,14 +250,14 @@ static int check_pages(struct batch *b)
 int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop, void *arg)
 {
 	struct msqd *d = arg;
-	struct msqd_client *c = d->cur;
+	struct msqd_cg *g = d->cur_cg;
 	static uint64_t pm[BATCH];
 	static bool done[BATCH];
 	struct msq_extents keep = MSQ_EXTENTS_INIT;
 	struct batch b = { .d = d, .pm = pm, .done = done, .keep = &keep };
 	int rc = 0;
 
-	if (!c)
+	if (!g)
 		return 0;
 	for (size_t i = 0; i < drop->n && rc == 0; i++) {
 		for (uint64_t a = drop->v[i].start; a < drop->v[i].end && rc == 0;) {
@@ -301,8 +301,7 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 			s->kept_until_ns = d->now_ns + e->kept_retry_ns;
 		rc = msq_extents_add(&s->kept, keep.v[i].start, keep.v[i].end);
 	}
-	if (c->cg)
-		c->cg->kept_strong += b.kept;
+	g->kept_strong += b.kept;
 	d->kept_strong_total += b.kept;
 	d->kpageflags_reads += b.flag_reads;
 out:

@@ -186,13 +186,10 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	 * daemon's to drop (a live client keeps its pages, or its shim
 	 * takes its regions back). */
 	if (c->nr && (c->dead || poll(&(struct pollfd){ .fd = c->pidfd, .events = POLLIN }, 1, 0) == 1)) {
-		uint64_t n = 0;
-
-		for (size_t i = 0; i < c->nr; i++)
-			n += msqd_region_orphaned(d, c, i);
-		log_debug("pid %d exited with %zu region%s managed: %llu KiB of what it left cached "
-			  "dropped", (int)c->pid, c->nr, c->nr == 1 ? "" : "s",
-			  (unsigned long long)(n >> 10));
+		log_debug("pid %d exited with %zu region%s managed: dropping what %s left cached",
+			  (int)c->pid, c->nr, c->nr == 1 ? "" : "s", c->nr == 1 ? "it" : "they");
+		while (c->nr)
+			msqd_region_exited(d, c, c->nr - 1);
 	}
 	while (c->nr)
 		msqd_region_remove(d, c, c->nr - 1);
@@ -455,8 +452,10 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 		 * file.) */
 		if (m->flags & MSQ_UNREGISTER_FINAL) {
 			msqd_region_final_drop(d, c, i, m->start, end);
-			if (c->dead)
-				msqd_region_orphaned(d, c, i);
+			if (c->dead) {
+				msqd_region_exited(d, c, i);
+				continue;
+			}
 		}
 		msqd_region_remove(d, c, i);
 	}
