@@ -10,7 +10,7 @@
  * --cpu: the daemon's own CPU time per GB/s streamed.  STREAMER (a
  * tests/daemon streamer) reads DIR/cpu.dat (2 GiB, evicted first) once,
  * under LIBMADVSEQ (the daemon does the work for the shim) or, without
- * it, found by discovery; the daemon's utime+stime over the stream is
+ * it, found by discovery; the daemon's CPU time over the stream (schedstat) is
  * divided by the stream's GB/s.
  *
  * Every process maps one DIR/scale.dat REGIONS times (8 MiB each, all
