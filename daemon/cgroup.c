@@ -118,10 +118,33 @@ static bool stat_value(const char *text, const char *key, uint64_t *v)
 	return false;
 }
 
-int msqd_stat_file_value(const char *file, const char *key, uint64_t *v)
+/* read_small() through a descriptor kept in *fd: opened on first use, and
+ * closed when a read fails (the cgroup went away), to be opened again by
+ * path next time.  A watch reads its files fifty times a second; looking
+ * their paths up each time was a quarter of an idle daemon's CPU. */
+static ssize_t read_kept(const char *path, int *fd, char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (MSQ_FAULT("madvseq/daemon/proc/read"))
+		return -EIO;
+	if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return -errno;
+	n = pread(*fd, buf, len - 1, 0);
+	if (n < 0) {
+		n = -errno;
+		close(*fd);
+		*fd = -1;
+		return n;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v)
 {
 	char buf[16384];
-	ssize_t n = read_small(file, buf, sizeof(buf));
+	ssize_t n = read_kept(file, fd, buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
@@ -129,15 +152,17 @@ int msqd_stat_file_value(const char *file, const char *key, uint64_t *v)
 }
 
 int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
-		       uint64_t *pages)
+		       int *fd, uint64_t *pages)
 {
-	char dir[4096], file[4200], buf[8192];
+	char dir[4096], file[4200] = "", buf[8192];
 	uint64_t a = 0, b = 0;
 	ssize_t n;
 
-	msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/memory.stat", dir);
-	if ((n = read_small(file, buf, sizeof(buf))) < 0)
+	if (*fd < 0) {
+		msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
+		snprintf(file, sizeof(file), "%s/memory.stat", dir);
+	}
+	if ((n = read_kept(file, fd, buf, sizeof(buf))) < 0)
 		return (int)n;
 	if (layout == MSQD_CG_V1) {
 		if (!stat_value(buf, "total_pgpgin", &a) && !stat_value(buf, "pgpgin", &a))

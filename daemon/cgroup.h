@@ -47,13 +47,16 @@ void msqd_cgroup_dir(const char *cg_root, const char *path, enum msqd_cg_layout 
  * signal that something there reads a lot, even when the cgroup is full
  * and its usage stays flat.  v1: memory.stat total_pgpgin (charges); v2:
  * memory.stat file (pages cached now) + pgsteal (pages reclaim took out).
+ * The file is read through *fd, as msqd_stat_file_value() does.
  * Returns 0 or -errno.
  */
 int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
-		       uint64_t *pages);
+		       int *fd, uint64_t *pages);
 
 /* The value of key in a file of "key value" lines (memory.stat,
- * /proc/vmstat).  Returns 0, -ENOENT without the key, or -errno. */
-int msqd_stat_file_value(const char *file, const char *key, uint64_t *v);
+ * /proc/vmstat), read through *fd, which is opened on first use (*fd < 0)
+ * and kept open for the next call.  Returns 0, -ENOENT without the key, or
+ * -errno. */
+int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v);
 
 #endif

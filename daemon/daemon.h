@@ -55,7 +55,9 @@ struct msqd_leftover {
  * (discover.c): a scan is started once `trigger' pages came in since the
  * last scan, no sooner than gap_ns after it. */
 struct msqd_intake {
+	int fd;              /* the counter's file, kept open; -1: not (yet) */
 	uint64_t base;       /* the counter at the last scan (or first look) */
+	uint64_t last;       /* the counter at the last look */
 	bool known;
 	uint64_t gap_ns;     /* doubles while triggered scans find nothing */
 	uint64_t scanned_ns;
@@ -125,6 +127,7 @@ struct msqd {
 	uint64_t dropped_total, kept_strong_total;
 	uint64_t proto_errors, refused_regions, discover_scans, discover_triggered;
 	uint64_t next_watch_ns;
+	unsigned quiet_watches; /* looks in a row that saw the counters still */
 	struct msqd_intake disk_intake; /* the machine's reads from disk (/proc/vmstat pgpgin) */
 	int kernel_state;    /* vm.seq_read_dropbehind: 1 on, 0 off, < 0 absent */
 	uint64_t kernel_checked_ns;
@@ -175,6 +178,9 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 				uint64_t end);
 /* Returns bytes dropped in this pass. */
 uint64_t msqd_cycle(struct msqd *d);
+/* Reads the kernel's drop-behind switch again if a second has passed (each
+ * cycle, and each status: an idle daemon runs no cycles). */
+void msqd_kernel_recheck(struct msqd *d);
 struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout);
 void msqd_cg_reresolve(struct msqd *d);
 /* Whether p's pressure gate lets the daemon act at pressure pr. */
@@ -185,8 +191,9 @@ bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *p
  * Returns how many regions it newly manages. */
 unsigned msqd_discover(struct msqd *d);
 /* Starts a scan at once where discover_trigger bytes came into the page
- * cache since the last one (looked at each discover_watch). */
-void msqd_discover_watch(struct msqd *d);
+ * cache since the last one.  Returns how long to wait before the next look:
+ * discover_watch while the counters move, longer while all is quiet. */
+uint64_t msqd_discover_watch(struct msqd *d);
 
 /* refs.c */
 void msqd_refs_init(struct msqd *d);

@@ -37,6 +37,10 @@
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
 #define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
+/* The watch slows down after this many looks saw no counter move... */
+#define QUIET_WATCHES 5
+/* ...to this many times discover_watch. */
+#define QUIET_FACTOR 5
 
 struct sr_vma {
 	uint64_t start, end, off, dev, ino;
@@ -291,7 +295,7 @@ static int disk_intake(struct msqd *d, uint64_t *pages)
 	int rc;
 
 	snprintf(file, sizeof(file), "%s/vmstat", d->proc_root);
-	if ((rc = msqd_stat_file_value(file, "pgpgin", pages)) < 0)
+	if ((rc = msqd_stat_file_value(file, &d->disk_intake.fd, "pgpgin", pages)) < 0)
 		return rc;
 	*pages /= 4;
 	/* Streams already managed read from disk what the daemon drops: not
@@ -302,7 +306,7 @@ static int disk_intake(struct msqd *d, uint64_t *pages)
 
 static int cgroup_intake(struct msqd *d, struct msqd_cg *g, uint64_t *pages)
 {
-	int rc = msqd_cgroup_intake(d->cg_root, g->path, g->layout, pages);
+	int rc = msqd_cgroup_intake(d->cg_root, g->path, g->layout, &g->intake.fd, pages);
 
 	/* v1 counts every charge, the pages of managed streams too: less
 	 * what the daemon dropped there.  (v2's file + pgsteal already
@@ -425,17 +429,30 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 	return added;
 }
 
-void msqd_discover_watch(struct msqd *d)
+/* Whether a counter moved since the last look: by more than a 32nd of
+ * the trigger (1 MiB by default: 50 MB/s at the default period). */
+static bool intake_moved(struct msqd *d, struct msqd_intake *w, uint64_t v)
+{
+	bool moved = v > w->last && v - w->last >= d->conf.discover_trigger / 4096 / 32;
+
+	w->last = v;
+	return moved;
+}
+
+uint64_t msqd_discover_watch(struct msqd *d)
 {
 	uint64_t v;
 	unsigned added;
+	bool moved = false;
 
 	if (!d->conf.discover_trigger)
-		return;
+		return d->conf.discover_watch_ns;
 	/* Cgroups seen before: each is watched, and scanned alone. */
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
-		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || cgroup_intake(d, g, &v) < 0 ||
-		    !intake_due(d, &g->intake, v))
+		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || cgroup_intake(d, g, &v) < 0)
+			continue;
+		moved |= intake_moved(d, &g->intake, v);
+		if (!intake_due(d, &g->intake, v))
 			continue;
 		d->discover_triggered++;
 		added = scan_cgroup(d, g);
@@ -448,13 +465,22 @@ void msqd_discover_watch(struct msqd *d)
 	}
 	/* A cgroup not seen yet (a service just started): the machine's
 	 * reads from disk start a full scan. */
-	if (disk_intake(d, &v) == 0 && intake_due(d, &d->disk_intake, v)) {
+	if (disk_intake(d, &v) == 0) {
 		uint64_t grew = v - d->disk_intake.base;
 
-		d->discover_triggered++;
-		added = full_scan_noting(d, true);
-		if (added)
-			log_debug("%llu MiB read from disk since the last scan; found %u mapping%s",
-				  (unsigned long long)(grew >> 8), added, added == 1 ? "" : "s");
+		moved |= intake_moved(d, &d->disk_intake, v);
+		if (intake_due(d, &d->disk_intake, v)) {
+			d->discover_triggered++;
+			added = full_scan_noting(d, true);
+			if (added)
+				log_debug("%llu MiB read from disk since the last scan; found %u "
+					  "mapping%s", (unsigned long long)(grew >> 8), added,
+					  added == 1 ? "" : "s");
+		}
 	}
+	/* Reading the counters fifty times a second is most of what an idle
+	 * daemon does: after QUIET_WATCHES still looks, look QUIET_FACTOR
+	 * times less often, until one moves. */
+	d->quiet_watches = moved ? 0 : d->quiet_watches + 1;
+	return d->conf.discover_watch_ns * (d->quiet_watches >= QUIET_WATCHES ? QUIET_FACTOR : 1);
 }

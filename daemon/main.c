@@ -27,6 +27,14 @@
 /* Time given to exit drops per turn of the event loop. */
 #define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
 
+static bool any_region(const struct msqd *d)
+{
+	for (const struct msqd_client *c = d->clients; c; c = c->next)
+		if (c->nr)
+			return true;
+	return false;
+}
+
 uint64_t msqd_now_ns(void)
 {
 	struct timespec ts;
@@ -170,6 +178,7 @@ int main(int argc, char **argv)
 	struct msqd d = {
 		.proc_root = "/proc", .cg_root = "/sys/fs/cgroup", .config_path = DEFAULT_CONFIG,
 		.epfd = -1, .lfd = -1, .sigfd = -1, .spare_fd = -1,
+		.disk_intake = { .fd = -1 },
 	};
 	const char *socket_arg = NULL, *check = NULL;
 	struct msqd_watch wl = { MSQD_W_LISTEN, NULL }, ws = { MSQD_W_SIGNAL, NULL };
@@ -260,9 +269,14 @@ int main(int argc, char **argv)
 
 	for (;;) {
 		struct epoll_event ev[64];
-		uint64_t wake = d.next_cycle_ns;
+		/* Cycles only while there is something to manage, and the
+		 * client timeouts only while there are clients: an idle daemon
+		 * sleeps until a client or the discovery watch needs it. */
+		uint64_t wake = any_region(&d) ? d.next_cycle_ns : UINT64_MAX;
 		int timeout, n;
 
+		if (d.clients && next_timeouts < wake)
+			wake = next_timeouts;
 		if (msqd_conf_any_discover(&d.conf)) {
 			if (d.next_discover_ns < wake)
 				wake = d.next_discover_ns;
@@ -270,7 +284,8 @@ int main(int argc, char **argv)
 				wake = d.next_watch_ns;
 		}
 		d.now_ns = msqd_now_ns();
-		timeout = wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
+		timeout = wake == UINT64_MAX ? -1
+			  : wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
 		if (d.leftovers)
 			timeout = 0; /* exit drops to go on with */
 		n = epoll_wait(d.epfd, ev, 64, timeout);
@@ -317,7 +332,7 @@ int main(int argc, char **argv)
 			}
 		}
 		d.now_ns = msqd_now_ns();
-		if (d.now_ns >= d.next_cycle_ns) {
+		if (d.now_ns >= d.next_cycle_ns && any_region(&d)) {
 			msqd_cycle(&d);
 			for (struct msqd_client *c = d.clients, *next; c; c = next) {
 				next = c->next;
@@ -334,9 +349,10 @@ int main(int argc, char **argv)
 		}
 		if (msqd_conf_any_discover(&d.conf) && d.conf.discover_trigger &&
 		    d.now_ns >= d.next_watch_ns) {
-			msqd_discover_watch(&d);
+			uint64_t wait = msqd_discover_watch(&d);
+
 			d.now_ns = msqd_now_ns();
-			d.next_watch_ns = d.now_ns + d.conf.discover_watch_ns;
+			d.next_watch_ns = d.now_ns + wait;
 		}
 		if (d.now_ns >= next_timeouts) {
 			msqd_server_timeouts(&d);
@@ -353,9 +369,13 @@ out:
 	msqd_exit_drops(&d, UINT64_MAX);
 	unlink(d.socket);
 	close(d.lfd);
+	if (d.disk_intake.fd >= 0)
+		close(d.disk_intake.fd);
 	msqd_conf_free(&d.conf);
 	for (struct msqd_cg *g = d.cgs, *next; g; g = next) {
 		next = g->next;
+		if (g->intake.fd >= 0)
+			close(g->intake.fd);
 		free(g->path);
 		free(g);
 	}

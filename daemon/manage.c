@@ -47,6 +47,7 @@ struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layou
 		return NULL;
 	}
 	g->layout = layout;
+	g->intake.fd = -1;
 	g->pol = msqd_conf_resolve(&d->conf, path, &g->section);
 	g->next = d->cgs;
 	d->cgs = g;
@@ -619,13 +620,8 @@ bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
 	return d->leftovers != NULL;
 }
 
-uint64_t msqd_cycle(struct msqd *d)
+void msqd_kernel_recheck(struct msqd *d)
 {
-	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
-	/* Idle clients due for a look are spread over cycles, a few each,
-	 * so thousands of them never make one cycle long. */
-	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
-
 	/* The patched kernel's own drop-behind, checked once a second: with it
 	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
 	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
@@ -637,6 +633,16 @@ uint64_t msqd_cycle(struct msqd *d)
 		d->kernel_state = k;
 		d->kernel_checked_ns = d->now_ns;
 	}
+}
+
+uint64_t msqd_cycle(struct msqd *d)
+{
+	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
+	/* Idle clients due for a look are spread over cycles, a few each,
+	 * so thousands of them never make one cycle long. */
+	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
+
+	msqd_kernel_recheck(d);
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		const struct msqd_policy *p;
 

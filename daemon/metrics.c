@@ -105,6 +105,7 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	double cpu;
 	uint64_t rss;
 
+	msqd_kernel_recheck(d);
 	self_usage(&cpu, &rss);
 	put(&o, "madvseqd %s, pid %d, up %llus\n", MSQD_VERSION, (int)getpid(),
 	    (unsigned long long)((d->now_ns - d->started_ns) / 1000000000));
@@ -205,6 +206,7 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 
 	if (!prometheus)
 		return msqd_status_text(d, buf, len);
+	msqd_kernel_recheck(d);
 	self_usage(&cpu, &rss);
 	prom_head(&o, "madvseq_clients", "gauge", "Processes whose memory madvseqd manages.");
 	put(&o, "madvseq_clients{kind=\"shim\"} %u\nmadvseq_clients{kind=\"discovered\"} %u\n",

@@ -466,6 +466,13 @@ def case_final_drop(end):
         check(p.returncode == 0 and "does the work" in p.stderr, "the daemon managed the stream")
         check(left <= M, "%s with the file mapped: the daemon dropped the last lag (%dK left)"
               % (end, left // 1024))
+        # Nothing left to manage: no more management cycles (an idle
+        # daemon sleeps), where one ran every interval (20 ms) before.
+        c0 = d.metric("madvseq_cycles_total")
+        time.sleep(0.5)
+        c1 = d.metric("madvseq_cycles_total")
+        check(c0 is not None and c0 == c1, "with no region left the daemon runs no cycles "
+              "(%s, then %s after 0.5 s)" % (c0, c1))
         show_if_failed(d, p.stderr)
         d.stop()
     done()
