@@ -10,23 +10,38 @@
 
 #include "../common/fault.h"
 
-/* Reads a small file into buf (NUL-terminated).  Returns length or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
+/* Reads a small file into buf (NUL-terminated) through a descriptor kept
+ * in *fd: opened on first use, and closed when a read fails (the cgroup
+ * went away), to be opened again by path next time.  A watch reads its
+ * files fifty times a second; looking their paths up each time was a
+ * quarter of an idle daemon's CPU.  Returns length or -errno. */
+static ssize_t read_kept(const char *path, int *fd, char *buf, size_t len)
 {
 	ssize_t n;
-	int fd;
 
 	if (MSQ_FAULT("madvseq/daemon/proc/read"))
 		return -EIO;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
+	if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
+	n = pread(*fd, buf, len - 1, 0);
+	if (n < 0) {
 		n = -errno;
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
+		close(*fd);
+		*fd = -1;
+		return n;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+/* read_kept(), for a file read once. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = -1;
+	ssize_t n = read_kept(path, &fd, buf, len);
+
+	if (fd >= 0)
+		close(fd);
 	return n;
 }
 
@@ -116,29 +131,6 @@ static bool stat_value(const char *text, const char *key, uint64_t *v)
 			return true;
 		}
 	return false;
-}
-
-/* read_small() through a descriptor kept in *fd: opened on first use, and
- * closed when a read fails (the cgroup went away), to be opened again by
- * path next time.  A watch reads its files fifty times a second; looking
- * their paths up each time was a quarter of an idle daemon's CPU. */
-static ssize_t read_kept(const char *path, int *fd, char *buf, size_t len)
-{
-	ssize_t n;
-
-	if (MSQ_FAULT("madvseq/daemon/proc/read"))
-		return -EIO;
-	if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
-		return -errno;
-	n = pread(*fd, buf, len - 1, 0);
-	if (n < 0) {
-		n = -errno;
-		close(*fd);
-		*fd = -1;
-		return n;
-	}
-	buf[n] = '\0';
-	return n;
 }
 
 int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v)
