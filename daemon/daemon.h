@@ -120,6 +120,7 @@ struct msqd {
 	bool emfile_warned;
 	struct msqd_client *clients; /* list */
 	unsigned nclients, nshim, ndiscovered;
+	uint64_t nregions;           /* regions managed, all clients */
 	struct msqd_cg *cgs;
 	uint64_t now_ns, next_cycle_ns, next_discover_ns, sleep_ns;
 	uint64_t cycles, last_cycle_ns, max_cycle_ns;
@@ -170,8 +171,8 @@ void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
  * where what it left cached goes through the file, as the final drop
  * would have taken it. */
 void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i);
-/* Runs queued exit drops for about budget_ns; true if some are left. */
-bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns);
+/* Runs queued exit drops for about budget_ns (at least one). */
+void msqd_exit_drops(struct msqd *d, uint64_t budget_ns);
 /* The client is about to unmap [start, end) of region i (or to exit):
  * drops all of that part the policy lets go, now.  Returns bytes dropped. */
 uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,

@@ -27,14 +27,6 @@
 /* Time given to exit drops per turn of the event loop. */
 #define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
 
-static bool any_region(const struct msqd *d)
-{
-	for (const struct msqd_client *c = d->clients; c; c = c->next)
-		if (c->nr)
-			return true;
-	return false;
-}
-
 uint64_t msqd_now_ns(void)
 {
 	struct timespec ts;
@@ -272,7 +264,7 @@ int main(int argc, char **argv)
 		/* Cycles only while there is something to manage, and the
 		 * client timeouts only while there are clients: an idle daemon
 		 * sleeps until a client or the discovery watch needs it. */
-		uint64_t wake = any_region(&d) ? d.next_cycle_ns : UINT64_MAX;
+		uint64_t wake = d.nregions ? d.next_cycle_ns : UINT64_MAX;
 		int timeout, n;
 
 		if (d.clients && next_timeouts < wake)
@@ -332,7 +324,7 @@ int main(int argc, char **argv)
 			}
 		}
 		d.now_ns = msqd_now_ns();
-		if (d.now_ns >= d.next_cycle_ns && any_region(&d)) {
+		if (d.now_ns >= d.next_cycle_ns && d.nregions) {
 			msqd_cycle(&d);
 			for (struct msqd_client *c = d.clients, *next; c; c = next) {
 				next = c->next;

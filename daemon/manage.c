@@ -317,6 +317,7 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 	}
 	c->r[c->nr++] = r;
 	c->cg->regions++;
+	d->nregions++;
 	/* A stream read from a warm cache moves a gigabyte a second: its
 	 * first cycle must not wait for the (possibly long) period. */
 	d->next_cycle_ns = d->now_ns;
@@ -325,21 +326,21 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 }
 
 /* Takes region i out of the client. */
-static struct msqd_region *detach(struct msqd_client *c, size_t i)
+static struct msqd_region *detach(struct msqd *d, struct msqd_client *c, size_t i)
 {
 	struct msqd_region *r = c->r[i];
 
 	c->r[i] = c->r[--c->nr];
 	if (c->cg)
 		c->cg->regions--;
+	d->nregions--;
 	return r;
 }
 
 void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
 {
-	struct msqd_region *r = detach(c, i);
+	struct msqd_region *r = detach(d, c, i);
 
-	(void)d;
 	msq_stream_free(&r->s);
 	free(r);
 }
@@ -589,7 +590,7 @@ void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
 		return;
 	}
 	*l = (struct msqd_leftover){ .cg = c->cg, .pid = c->pid };
-	l->r = detach(c, i);
+	l->r = detach(d, c, i);
 	if (!d->leftovers)
 		d->leftovers_tail = &d->leftovers;
 	*d->leftovers_tail = l;
@@ -597,7 +598,7 @@ void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
 	d->nleftovers++;
 }
 
-bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
+void msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
 {
 	uint64_t t0 = msqd_now_ns();
 
@@ -617,7 +618,6 @@ bool msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
 		free(l->r);
 		free(l);
 	}
-	return d->leftovers != NULL;
 }
 
 void msqd_kernel_recheck(struct msqd *d)

@@ -89,15 +89,6 @@ static void self_usage(double *cpu_s, uint64_t *rss)
 	*rss = (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static uint64_t regions_total(const struct msqd *d)
-{
-	uint64_t n = 0;
-
-	for (const struct msqd_client *c = d->clients; c; c = c->next)
-		n += c->nr;
-	return n;
-}
-
 int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 {
 	struct out o = { 0 };
@@ -123,7 +114,7 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "config: %s (%zu cgroup section%s)\n", d->conf.path ? d->conf.path : "(built-in)",
 	    d->conf.n, d->conf.n == 1 ? "" : "s");
 	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
-	    d->nshim, d->ndiscovered, (unsigned long long)regions_total(d));
+	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions);
 	if (d->nleftovers)
 		put(&o, "exit drops pending: %u region%s of exited programs\n", d->nleftovers,
 		    d->nleftovers == 1 ? "" : "s");
@@ -212,7 +203,7 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 	put(&o, "madvseq_clients{kind=\"shim\"} %u\nmadvseq_clients{kind=\"discovered\"} %u\n",
 	    d->nshim, d->ndiscovered);
 	prom_head(&o, "madvseq_regions", "gauge", "Managed MADV_SEQUENTIAL regions.");
-	put(&o, "madvseq_regions %llu\n", (unsigned long long)regions_total(d));
+	put(&o, "madvseq_regions %llu\n", (unsigned long long)d->nregions);
 	prom_head(&o, "madvseq_exit_drops_pending", "gauge",
 		  "Regions of exited programs whose cached pages are still to be dropped.");
 	put(&o, "madvseq_exit_drops_pending %u\n", d->nleftovers);
