@@ -177,6 +177,7 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	char file[4096], conf[4096], log[4096];
 	double c0, c1, t0, t1, gbps, a0, a1;
 	long long n0, n1;
+	char *st;
 	pid_t daemon, s;
 	int fd, status;
 
@@ -241,8 +242,9 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	}
 	for (int i = 0; i < 200 && !daemon_status(); i++)
 		usleep(25000);
-	a0 = advice_cpu_s(daemon_status());
-	n0 = status_cycles(daemon_status());
+	st = daemon_status(); /* (a static buffer: read at once) */
+	a0 = advice_cpu_s(st);
+	n0 = status_cycles(st);
 	c0 = proc_cpu_s(daemon);
 	double u0 = g_utime, s0 = g_stime;
 	t0 = now_s();
@@ -261,8 +263,9 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 	waitpid(s, &status, 0);
 	t1 = now_s();
 	c1 = proc_cpu_s(daemon);
-	a1 = advice_cpu_s(daemon_status());
-	n1 = status_cycles(daemon_status());
+	st = daemon_status();
+	a1 = advice_cpu_s(st);
+	n1 = status_cycles(st);
 	gbps = (double)size / 1e9 / (t1 - t0);
 	printf("daemon_scale --cpu: %s streamer read 2 GiB in %.2f s (%.2f GB/s); daemon CPU %.3f s = "
 	       "%.2f%% of one core, %.2f%% of a core per GB/s (target <= 1%%)\n",
@@ -281,8 +284,10 @@ static int cpu_mode(const char *madvseqd, const char *dir, const char *streamer,
 		       "daemon CPU per cycle\n", n1 - n0, (double)size / (1 << 20) / (double)(n1 - n0),
 		       1e6 * (c1 - c0) / (double)(n1 - n0));
 	{
-		char *st = daemon_status(), *p = st ? strstr(st, "dropped: ") : NULL;
+		char *p;
 
+		st = daemon_status();
+		p = st ? strstr(st, "dropped: ") : NULL;
 		if (p)
 			printf("daemon_scale --cpu: daemon %.*s\n", (int)strcspn(p, "\n"), p);
 		if (!lib && st && (p = strstr(st, "discovery scans: ")))
