@@ -101,8 +101,11 @@ static int on_vma(const struct msq_vma *v, void *arg)
 /*
  * The file range s maps, as far as the file goes, a window of up to
  * SNAP_STEP at a time: each window with anything cached (cachestat, which
- * costs per cached folio) is mapped from fd (advised MADV_SEQUENTIAL, so
- * faults in it mark nothing accessed), its residency read into a vector
+ * costs per cached folio) is mapped from fd (advised MADV_RANDOM: faults
+ * in it mark nothing accessed and read nothing ahead.  Under
+ * MADV_SEQUENTIAL, faulting the page where a stream's read-ahead left its
+ * mark would start the next read-ahead, whose pages come in after the
+ * walk and stay), its residency read into a vector
  * (mincore, which tells the truth to a privileged caller but costs a
  * page-cache lookup per page, 25 ms for 2 GiB: not needed where cachestat
  * counted every page), fn called, and unmapped.
@@ -143,7 +146,7 @@ static int each_cached_window(int fd, const struct stat *st, const struct msq_st
 		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
 		if (m == MAP_FAILED)
 			break;
-		msq_sys_madvise(m, (size_t)len, MADV_SEQUENTIAL);
+		msq_sys_madvise(m, (size_t)len, MADV_RANDOM);
 		if (all)
 			memset(vec, 1, (size_t)(len / 4096)); /* cached through and through */
 		else if (mincore(m, (size_t)len, vec) < 0)
