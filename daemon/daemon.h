@@ -89,8 +89,9 @@ struct msqd_client {
 	int pidfd;
 	pid_t pid;
 	uid_t uid;
-	bool hello, ctl, dead;
-	uint64_t closing_ns; /* its socket ended: dropped at this time, or when it exits */
+	bool hello, ctl;
+	bool dead;           /* its address space is gone (process_madvise: ESRCH) */
+	uint64_t closing_ns; /* going (msqd_client_closing): dropped at this time, or when it exits */
 	bool counted; /* in nshim */
 	uint64_t since_ns;
 	struct msqd_cg *cg;
@@ -152,6 +153,7 @@ int msqd_server_listen(struct msqd *d);
 void msqd_server_accept(struct msqd *d);
 void msqd_server_readable(struct msqd *d, struct msqd_client *c);
 void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why);
+void msqd_client_closing(struct msqd *d, struct msqd_client *c);
 struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid, uid_t uid);
 /* Opens the client's pagemap and resolves its cgroup; 0 or -errno. */
 int msqd_client_attach(struct msqd *d, struct msqd_client *c);

@@ -326,11 +326,6 @@ int main(int argc, char **argv)
 		d.now_ns = msqd_now_ns();
 		if (d.now_ns >= d.next_cycle_ns && d.nregions) {
 			msqd_cycle(&d);
-			for (struct msqd_client *c = d.clients, *next; c; c = next) {
-				next = c->next;
-				if (c->dead)
-					msqd_client_drop(&d, c, "exited");
-			}
 			d.now_ns = msqd_now_ns();
 			d.next_cycle_ns = d.now_ns + d.sleep_ns;
 		}

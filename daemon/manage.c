@@ -476,8 +476,10 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	engine_for_policy(d, c);
 	rc = cycle_region(d, c, &part, true);
 	msq_stream_free(&part);
-	if (rc == -ESRCH)
+	if (rc == -ESRCH) {
 		c->dead = true;
+		msqd_client_closing(d, c);
+	}
 	return rc > 0 ? (uint64_t)rc : 0;
 }
 
@@ -695,7 +697,8 @@ uint64_t msqd_cycle(struct msqd *d)
 				c->busy = true;
 			total += s->st.dropped - before;
 			if (rc == -ESRCH) {
-				c->dead = true; /* gone; its pidfd will say so */
+				c->dead = true; /* going; its pidfd will say when gone */
+				msqd_client_closing(d, c);
 				break;
 			}
 			if (rc < 0 && rc != -EAGAIN && s->st.errors == 1)

@@ -179,6 +179,24 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 	return 0;
 }
 
+/*
+ * The client's process is going: its socket ended (a process being killed
+ * closes its files before it counts as exited), or its address space is
+ * gone (c->dead).  Its pages stay mapped until the kernel has torn that
+ * address space down, which for a large process takes tens of
+ * milliseconds; its pidfd turns readable only after.  Only then is what
+ * its regions left the daemon's to drop: wait for that (without blocking,
+ * and not for long), managing and answering nothing of it meanwhile.
+ */
+void msqd_client_closing(struct msqd *d, struct msqd_client *c)
+{
+	if (c->closing_ns)
+		return;
+	if (c->fd >= 0)
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->closing_ns = d->now_ns + EXIT_WAIT_NS;
+}
+
 void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 {
 	log_debug("client pid %d%s: %s", (int)c->pid, c->fd < 0 ? " (discovered)" : "", why);
@@ -452,13 +470,13 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 		 * file.) */
 		if (m->flags & MSQ_UNREGISTER_FINAL) {
 			msqd_region_final_drop(d, c, i, m->start, end);
-			if (c->dead) {
-				msqd_region_exited(d, c, i);
-				continue;
-			}
+			if (c->dead)
+				continue; /* through the file, once it has exited */
 		}
 		msqd_region_remove(d, c, i);
 	}
+	if (c->dead)
+		return 0; /* and it waits for no answer */
 	return send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 
@@ -545,13 +563,7 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 			return;
 		/* (A peer gone with our replies unread is ECONNRESET.) */
 		if ((n == 0 || (n < 0 && errno == ECONNRESET)) && c->nr) {
-			/* A process being killed closes its files before it
-			 * counts as exited.  Whether what its regions left is
-			 * the daemon's to drop, its pidfd says: wait for that
-			 * (without blocking, and not for long), managing
-			 * nothing of it meanwhile. */
-			epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-			c->closing_ns = d->now_ns + EXIT_WAIT_NS;
+			msqd_client_closing(d, c);
 			return;
 		}
 		if (n <= 0) {
@@ -562,6 +574,8 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 			rc = -EMSGSIZE;
 		else
 			rc = handle(d, c, buf, (size_t)n);
+		if (c->closing_ns)
+			return; /* it went while we answered */
 		if (rc < 0) {
 			/* Refused requests answered with an error are not the
 			 * client's fault; everything else is a protocol error. */
@@ -598,6 +612,7 @@ void msqd_server_timeouts(struct msqd *d)
 		    !message_waiting(c->fd))
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
 		else if (c->closing_ns && d->now_ns >= c->closing_ns)
-			msqd_client_drop(d, c, "disconnected (still running)");
+			msqd_client_drop(d, c, c->dead ? "exited (its pidfd said so late)"
+						       : "disconnected (still running)");
 	}
 }

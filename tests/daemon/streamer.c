@@ -12,6 +12,10 @@
  * the mapping after the last pass (so a test can look at it); the last
  * argument says how it ends: munmap (default) and return, or exit() or
  * _exit() with the file still mapped.
+ *
+ * STREAMER_BALLAST_MIB=N in the environment makes it touch N MiB of
+ * anonymous memory first: an address space that takes the kernel tens of
+ * milliseconds to tear down when the process is killed.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -45,6 +49,17 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit]\n");
 		return 2;
+	}
+	if (getenv("STREAMER_BALLAST_MIB")) {
+		size_t n = (size_t)atol(getenv("STREAMER_BALLAST_MIB")) << 20;
+		volatile char *b = n ? malloc(n) : NULL; /* (its stores are kept) */
+
+		if (n && !b) {
+			perror("ballast");
+			return 1;
+		}
+		for (size_t i = 0; i < n; i += 4096)
+			b[i] = 1;
 	}
 	fd = open(argv[1], O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0) {

@@ -66,6 +66,51 @@ def cached(path, off=0, length=0):
         os.close(fd)
 
 
+def marked_in_use(path, off=0, length=0):
+    """Bytes of path's cached pages in [off, off+length) that the kernel marks
+    in use (active or referenced, in /proc/kpageflags): those the daemon keeps
+    as strong references.  Root only.  The pages are looked at through a
+    mapping advised MADV_RANDOM, whose faults read nothing ahead and mark
+    nothing accessed; pages not cached are not touched."""
+    pg, kpf_referenced, kpf_active = 4096, 1 << 2, 1 << 6
+    length = length or os.path.getsize(path) - off
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    fd = os.open(path, os.O_RDONLY)
+    addr = libc.mmap(None, length, 1, 1, fd, off)  # PROT_READ, MAP_SHARED
+    os.close(fd)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap " + path)
+    marked = 0
+    try:
+        n = (length + pg - 1) // pg
+        vec = (ctypes.c_ubyte * n)()
+        libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(length), 1)  # MADV_RANDOM
+        if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(length), vec) < 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        with open("/proc/self/pagemap", "rb") as pm, open("/proc/kpageflags", "rb") as kf:
+            for i in range(n):
+                a = addr + i * pg
+                # MADV_POPULATE_READ: map the cached page, to learn its frame.
+                if not vec[i] or libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(pg), 22) < 0:
+                    continue
+                pm.seek(a // pg * 8)
+                entry = int.from_bytes(pm.read(8), "little")
+                pfn = entry & ((1 << 55) - 1)
+                if not entry >> 63:
+                    continue  # (reclaimed since)
+                if not pfn:
+                    skip("page frame numbers are hidden (needs CAP_SYS_ADMIN)")
+                kf.seek(pfn * 8)
+                if int.from_bytes(kf.read(8), "little") & (kpf_referenced | kpf_active):
+                    marked += pg
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(length))
+    return marked
+
+
 def cached_map(path, unit=M):
     """Which unit-sized pieces of path are (partly) cached: '0-16,64-96' MiB."""
     size, out, start = os.path.getsize(path), [], None
