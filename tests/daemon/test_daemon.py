@@ -7,6 +7,7 @@ filesystem, killed at the end) against real programs: shimmed streamers, a
 static streamer found through smaps, hostile clients.  Config resolution
 runs against the fixture /proc and cgroupfs trees in tests/fixtures."""
 
+import atexit
 import os
 import re
 import signal
@@ -36,6 +37,19 @@ def need_root():
         skip("the daemon tests need root (process_madvise on other processes, cgroups)")
 
 
+_started = []
+
+
+@atexit.register
+def _no_daemon_left():
+    """A test that ends early (a skip, a failed start, an exception) leaves
+    no daemon behind."""
+    for p in _started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 class Daemon:
     """A madvseqd on its own socket, with its own configuration."""
 
@@ -63,6 +77,7 @@ class Daemon:
     def start(self):
         self.logf = open(self.log, "a")
         self.p = subprocess.Popen(self.cmd, env=self.env, stdout=self.logf, stderr=self.logf)
+        _started.append(self.p)
         for _ in range(200):
             if os.path.exists(self.sock) and self.ctl("status", check_rc=False).returncode == 0:
                 return
