@@ -36,6 +36,7 @@ void msqd_closep(int *fd);
 
 struct msqd_region {
 	struct msq_stream s;
+	int fd;        /* the mapped file, opened through /proc/PID/map_files; -1: by path */
 	uint64_t id;   /* the client's id; discovery: 0 */
 	bool seen;     /* discovery: found again in this scan */
 	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
@@ -119,6 +120,7 @@ struct msqd {
 	int epfd, lfd, sigfd;
 	int spare_fd;       /* reserved for refusing clients when out of fds */
 	bool emfile_warned;
+	unsigned region_fds, region_fd_budget; /* files held for regions (manage.c) */
 	struct msqd_client *clients; /* list */
 	unsigned nclients, nshim, ndiscovered;
 	uint64_t nregions;           /* regions managed, all clients */

@@ -134,23 +134,24 @@ static int resolve_pid(struct msqd *d, pid_t pid)
 	return 0;
 }
 
-static void raise_nofile(void)
+/* Five descriptors per client (socket, pidfd, pagemap, stat, schedstat),
+ * and the mapped file of each region while half the limit allows
+ * (d->region_fd_budget: beyond it, files are opened by path when needed). */
+static void raise_nofile(struct msqd *d)
 {
-	struct rlimit rl;
+	struct rlimit rl, more = { 65536, 65536 };
 
-	/* A socket, a pidfd and a pagemap per client. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
-	if (rl.rlim_max < 65536) {
-		struct rlimit more = { 65536, 65536 };
-
-		if (setrlimit(RLIMIT_NOFILE, &more) == 0) /* with CAP_SYS_RESOURCE */
-			return;
-	}
-	if (rl.rlim_cur < rl.rlim_max) {
+	if (rl.rlim_max < more.rlim_max && setrlimit(RLIMIT_NOFILE, &more) == 0) {
+		rl = more; /* (with CAP_SYS_RESOURCE) */
+	} else if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	d->region_fd_budget = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > UINT32_MAX
+				      ? UINT32_MAX / 2 : (unsigned)(rl.rlim_cur / 2);
 }
 
 int main(int argc, char **argv)
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 
-	raise_nofile();
+	raise_nofile(&d);
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);

@@ -65,6 +65,7 @@ void msqd_cg_reresolve(struct msqd *d)
 struct check {
 	uint64_t start, end, off, dev, ino;
 	uint64_t covered; /* next address that must be covered */
+	uint64_t vma_lo, vma_hi; /* the mapping the range starts in */
 	bool shared, writable, bad;
 	char path[PATH_MAX];
 };
@@ -81,6 +82,8 @@ static int on_vma(const struct msq_vma *v, void *arg)
 		return 1;
 	}
 	if (a == k->start) {
+		k->vma_lo = v->start;
+		k->vma_hi = v->end;
 		k->shared = v->shared;
 		k->writable = v->write;
 		snprintf(k->path, sizeof(k->path), "%s", v->path);
@@ -198,26 +201,66 @@ static int snap_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const u
 }
 
 /*
+ * The file the client maps at [vma_lo, vma_hi), whatever its mount
+ * namespace (a container's file is not found by its path here), through
+ * /proc/PID/map_files (CAP_SYS_ADMIN).  Held while the region is managed,
+ * so that what the client leaves cached at exit can be found through it.
+ * Returns the descriptor, or -1 (the path is then tried when needed).
+ */
+static int open_region_file(struct msqd *d, const struct msqd_client *c, uint64_t vma_lo,
+			    uint64_t vma_hi, const struct msq_stream *s)
+{
+	char p[256];
+	struct stat st;
+	int fd;
+
+	if (d->region_fds >= d->region_fd_budget || MSQ_FAULT("madvseq/daemon/proc/map_files"))
+		return -1;
+	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
+		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
+	if ((fd = msq_open_same_file(p, s->dev, s->ino, true, &st)) < 0)
+		return -1;
+	d->region_fds++;
+	return fd;
+}
+
+/* The region's file: its own descriptor, or opened by path (*opened set:
+ * the caller closes it). */
+static int region_file(const struct msqd_region *r, struct stat *st, bool *opened)
+{
+	*opened = r->fd < 0;
+	if (r->fd < 0)
+		return msq_open_same_file(r->s.path, r->s.dev, r->s.ino, true, st);
+	return fstat(r->fd, st) < 0 ? -errno : r->fd;
+}
+
+static void region_free(struct msqd *d, struct msqd_region *r)
+{
+	if (r->fd >= 0) {
+		close(r->fd);
+		d->region_fds--;
+	}
+	msq_stream_free(&r->s);
+	free(r);
+}
+
+/*
  * Pages of the file already cached before the region was handed over,
  * and not mapped by the client itself: strong references to keep, like
  * the shim's snapshot.  A stream found running (discovery) has read ahead
  * of each of its readers: pages within READ_AHEAD_REACH after a run of
- * mapped pages count as its own, not as cached before.  Read through
- * /proc/PID/map_files (the very file the client maps, whatever its mount
- * namespace).  Best effort.
+ * mapped pages count as its own, not as cached before.  Best effort.
  */
-static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s, uint64_t vma_lo,
-		     uint64_t vma_hi)
+static void snapshot(struct msqd_client *c, struct msqd_region *r)
 {
-	char p[256];
+	struct msq_stream *s = &r->s;
 	struct stat st;
 	struct msq_extents ahead = MSQ_EXTENTS_INIT;
 	struct snap sn = { &ahead, &s->precached };
+	bool opened;
 	int fd, rc = 0;
 
-	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
-		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
-	if ((fd = msq_open_same_file(p, s->dev, s->ino, true, &st)) < 0)
+	if ((fd = region_file(r, &st, &opened)) < 0)
 		return;
 	msq_extents_clear(&c->eng.present);
 	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
@@ -229,7 +272,8 @@ static void snapshot(struct msqd *d, struct msqd_client *c, struct msq_stream *s
 		rc = each_cached_window(fd, &st, s, snap_window, &sn);
 	s->precached_known = rc == 0;
 	msq_extents_free(&ahead);
-	close(fd);
+	if (opened)
+		close(fd);
 }
 
 /* The client's own snapshot, clipped to the region. */
@@ -260,7 +304,7 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 	if (!k || MSQ_FAULT("madvseq/alloc"))
 		return -ENOMEM;
 	*k = (struct check){ .start = start, .end = start + len, .off = off, .dev = dev, .ino = ino,
-			     .covered = start };
+			     .covered = start, .vma_lo = start, .vma_hi = start + len };
 	if (!checked_vma) {
 		snprintf(maps, sizeof(maps), "%s/%d/maps", d->proc_root, (int)c->pid);
 		if (MSQ_FAULT("madvseq/daemon/proc/maps"))
@@ -301,22 +345,24 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		return rc;
 	}
 	r->id = id;
+	r->fd = open_region_file(d, c, k->vma_lo, k->vma_hi, &r->s);
 	{
 		struct statfs sf;
 
-		/* (The client's path, in the daemon's mount namespace: a
-		 * container's file may not be found, and is then ours.) */
-		r->kernel_fs = path && statfs(path, &sf) == 0 &&
-			       msq_kernel_dropbehind_covers_fs((long)sf.f_type);
+		/* (Without the descriptor: the client's path, in the daemon's
+		 * mount namespace; a container's file may not be found, and is
+		 * then ours.) */
+		bool known = r->fd >= 0 ? fstatfs(r->fd, &sf) == 0 : path && statfs(path, &sf) == 0;
+
+		r->kernel_fs = known && msq_kernel_dropbehind_covers_fs((long)sf.f_type);
 	}
 	if (c->cg->pol->strong_refs && precached) {
 		if ((rc = take_snapshot(&r->s, precached, nprecached)) < 0) {
-			msq_stream_free(&r->s);
-			free(r);
+			region_free(d, r);
 			return rc;
 		}
 	} else if (c->cg->pol->strong_refs) {
-		snapshot(d, c, &r->s, start, start + len);
+		snapshot(c, r);
 	}
 	c->r[c->nr++] = r;
 	c->cg->regions++;
@@ -342,10 +388,7 @@ static struct msqd_region *detach(struct msqd *d, struct msqd_client *c, size_t 
 
 void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i)
 {
-	struct msqd_region *r = detach(d, c, i);
-
-	msq_stream_free(&r->s);
-	free(r);
+	region_free(d, detach(d, c, i));
 }
 
 bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr)
@@ -549,6 +592,7 @@ static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_r
 	struct orphan o = { d, g, s, &own, &files };
 	struct stat st;
 	uint64_t dropped = 0;
+	bool opened;
 	int fd;
 
 	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !gate_open(d, g) ||
@@ -558,13 +602,14 @@ static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_r
 	 * thousand clients of one file exiting at once cost nothing). */
 	if (msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
 		return 0;
-	if ((fd = msq_open_same_file(s->path, s->dev, s->ino, true, &st)) < 0)
+	if ((fd = region_file(r, &st, &opened)) < 0)
 		return 0;
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
 	if (g->pol->strong_refs && d->refs_ok) {
 		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0) {
-			close(fd);
+			if (opened)
+				close(fd);
 			return 0; /* cannot check: keep it all */
 		}
 		own.filter = msqd_refs_filter;
@@ -580,7 +625,8 @@ static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_r
 	msq_extents_free(&files);
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
-	close(fd);
+	if (opened)
+		close(fd);
 	g->dropped += dropped;
 	d->dropped_total += dropped;
 	return dropped;
@@ -619,8 +665,7 @@ void msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
 		n = exit_drop(d, l->cg, l->r);
 		log_debug("pid %d (exited): %llu KiB of what its region %#llx left cached dropped",
 			  (int)l->pid, (unsigned long long)(n >> 10), (unsigned long long)l->r->s.start);
-		msq_stream_free(&l->r->s);
-		free(l->r);
+		region_free(d, l->r);
 		free(l);
 	}
 }

@@ -350,8 +350,9 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	/* The daemon inherits it: five descriptors per client (socket, pidfd,
-	 * pagemap, stat, schedstat). */
-	rl.rlim_cur = rl.rlim_max = (rlim_t)procs * 6 + 256;
+	 * pagemap, stat, schedstat), and one per region's file while half the
+	 * limit allows. */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)procs * (6 + 2 * (rlim_t)regions) + 256;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	daemon = fork();
 	if (daemon == 0) {

@@ -10,6 +10,7 @@ runs against the fixture /proc and cgroupfs trees in tests/fixtures."""
 import atexit
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -518,7 +519,15 @@ def case_orphan_kill_streaming():
     orphan_kill(streaming=True)
 
 
-def orphan_kill(streaming):
+def case_orphan_kill_namespace():
+    """The same for a program in a mount namespace of its own (a
+    container's): the path it maps the file by does not exist for the
+    daemon, which finds the file through the descriptor it took at
+    registration (/proc/PID/map_files)."""
+    orphan_kill(streaming=False, namespace=True)
+
+
+def orphan_kill(streaming, namespace=False):
     need_root()
     size = 128 * M
     with Workdir("orphan") as wd:
@@ -528,9 +537,22 @@ def orphan_kill(streaming):
         extra = {"MADVSEQ_SOCKET": d.sock, "MADVSEQ_DEBUG": "1"}
         if streaming:
             extra["STREAMER_BALLAST_MIB"] = "2048"
-        p = stream([tool("STREAMER"), data, "100" if streaming else "200", "10000"],
-                   shim_env(**extra))
+        cmd = [tool("STREAMER"), data, "100" if streaming else "200", "10000"]
+        if namespace:
+            if not shutil.which("unshare"):
+                skip("no unshare(1) here (util-linux)")
+            # The program sees the file at view/data, bound there in its
+            # own mount namespace; view/ stays empty for the daemon.
+            view = os.path.join(wd.path, "view")
+            os.mkdir(view)
+            cmd[1] = os.path.join(view, "data")
+            cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   'mount --bind "$0" "$1" && shift && exec "$@"', wd.path, view] + cmd
+        p = stream(cmd, shim_env(**extra))
         p.stdout.readline()
+        if namespace:
+            check(not os.path.exists(os.path.join(view, "data")),
+                  "the program's path to the file does not exist for the daemon")
         # Once the stream started (so they are not "cached before"), another
         # process maps (and keeps) the file's last 4 MiB.
         holder = subprocess.Popen([sys.executable, "-c", """
@@ -733,6 +755,7 @@ CASES = {
     "final-_exit": lambda: case_final_drop("_exit"),
     "orphan-kill": case_orphan_kill,
     "orphan-kill-streaming": case_orphan_kill_streaming,
+    "orphan-kill-namespace": case_orphan_kill_namespace,
     "discovery-static": lambda: streaming_case("static", static=True),
     "discovery-trigger": lambda: streaming_case("trigger", static=True, trigger=True),
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
