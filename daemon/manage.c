@@ -500,6 +500,14 @@ static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_st
 	return rc;
 }
 
+/* process_madvise said ESRCH: the client is exiting, but its pages stay
+ * mapped until its pidfd says it has exited (msqd_client_closing). */
+static void address_space_gone(struct msqd *d, struct msqd_client *c)
+{
+	c->dead = true;
+	msqd_client_closing(d, c);
+}
+
 uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
 				uint64_t end)
 {
@@ -519,10 +527,8 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	engine_for_policy(d, c);
 	rc = cycle_region(d, c, &part, true);
 	msq_stream_free(&part);
-	if (rc == -ESRCH) {
-		c->dead = true;
-		msqd_client_closing(d, c);
-	}
+	if (rc == -ESRCH)
+		address_space_gone(d, c);
 	return rc > 0 ? (uint64_t)rc : 0;
 }
 
@@ -742,8 +748,7 @@ uint64_t msqd_cycle(struct msqd *d)
 				c->busy = true;
 			total += s->st.dropped - before;
 			if (rc == -ESRCH) {
-				c->dead = true; /* going; its pidfd will say when gone */
-				msqd_client_closing(d, c);
+				address_space_gone(d, c);
 				break;
 			}
 			if (rc < 0 && rc != -EAGAIN && s->st.errors == 1)

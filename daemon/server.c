@@ -612,7 +612,7 @@ void msqd_server_timeouts(struct msqd *d)
 		    !message_waiting(c->fd))
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
 		else if (c->closing_ns && d->now_ns >= c->closing_ns)
-			msqd_client_drop(d, c, c->dead ? "exited (its pidfd said so late)"
+			msqd_client_drop(d, c, c->dead ? "exited (its pidfd did not say so in time)"
 						       : "disconnected (still running)");
 	}
 }
