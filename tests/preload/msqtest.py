@@ -5,6 +5,7 @@ measurement with cachestat(2), the shim's environment, memory cgroups.
 A test exits 0 (pass), 1 (fail) or 77 (skip, with the reason printed)."""
 
 import ctypes
+import mmap
 import os
 import re
 import shutil
@@ -19,6 +20,10 @@ TMPFS_MAGIC = 0x01021994
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_long]
+MADV_POPULATE_READ = 22  # (Linux 5.14; not in Python 3.11's mmap module)
 
 
 class _CsRange(ctypes.Structure):
@@ -74,12 +79,8 @@ def marked_in_use(path, off=0, length=0):
     nothing accessed; pages not cached are not touched."""
     pg, kpf_referenced, kpf_active = 4096, 1 << 2, 1 << 6
     length = length or os.path.getsize(path) - off
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
     fd = os.open(path, os.O_RDONLY)
-    addr = libc.mmap(None, length, 1, 1, fd, off)  # PROT_READ, MAP_SHARED
+    addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, off)
     os.close(fd)
     if addr in (None, ctypes.c_void_p(-1).value):
         raise OSError(ctypes.get_errno(), "mmap " + path)
@@ -87,14 +88,15 @@ def marked_in_use(path, off=0, length=0):
     try:
         n = (length + pg - 1) // pg
         vec = (ctypes.c_ubyte * n)()
-        libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(length), 1)  # MADV_RANDOM
-        if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(length), vec) < 0:
+        _libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(length), mmap.MADV_RANDOM)
+        if _libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(length), vec) < 0:
             raise OSError(ctypes.get_errno(), "mincore")
         with open("/proc/self/pagemap", "rb") as pm, open("/proc/kpageflags", "rb") as kf:
             for i in range(n):
                 a = addr + i * pg
-                # MADV_POPULATE_READ: map the cached page, to learn its frame.
-                if not vec[i] or libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(pg), 22) < 0:
+                # Map the cached page, to learn its frame.
+                if not vec[i] or _libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(pg),
+                                               MADV_POPULATE_READ) < 0:
                     continue
                 pm.seek(a // pg * 8)
                 entry = int.from_bytes(pm.read(8), "little")
@@ -107,7 +109,7 @@ def marked_in_use(path, off=0, length=0):
                 if int.from_bytes(kf.read(8), "little") & (kpf_referenced | kpf_active):
                     marked += pg
     finally:
-        libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(length))
+        _libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(length))
     return marked
 
 
