@@ -41,21 +41,21 @@ int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, i
 		snprintf(path, sizeof(path), "%s/self/pagemap", proc_root);
 	if (MSQ_FAULT("madvseq/pagemap/open"))
 		return -EMFILE;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (high_fd > 0) {
-		int hfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd);
+		int hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, high_fd);
 
 		if (hfd >= 0) {
-			close(fd);
+			msq_sys_close(fd);
 			fd = hfd;
 		}
 	}
 	if (fstat(fd, &st) < 0) {
 		int e = -errno;
 
-		close(fd);
+		msq_sys_close(fd);
 		return e;
 	}
 	*pm = (struct msq_pagemap){
@@ -69,7 +69,7 @@ int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, i
 void msq_pagemap_close(struct msq_pagemap *pm)
 {
 	if (pm->fd >= 0)
-		close(pm->fd);
+		msq_sys_close(pm->fd);
 	pm->fd = -1;
 }
 
@@ -128,10 +128,11 @@ static int read_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t en
 	while (start < end) {
 		uint64_t pages = (end - start) / PAGE;
 		size_t want = pages < 1024 ? (size_t)pages : 1024;
-		ssize_t got = pread(pm->fd, ent, want * sizeof(*ent), (off_t)(start / PAGE * sizeof(*ent)));
+		ssize_t got = msq_sys_pread(pm->fd, ent, want * sizeof(*ent),
+					    (off_t)(start / PAGE * sizeof(*ent)));
 
 		if (got < 0)
-			return -errno;
+			return (int)got;
 		if (got == 0)
 			return -EIO;
 		for (size_t i = 0; i < (size_t)got / sizeof(*ent); i++) {

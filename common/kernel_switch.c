@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "sys.h"
+
 #define SYSCTL_PATH "/sys/vm/seq_read_dropbehind"
 #define LAG_PATH "/sys/vm/seq_read_dropbehind_lag_kb"
 
@@ -25,18 +27,12 @@ static int read_sysctl_u64(const char *procfs_root, const char *rel,
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = (errno == ENOENT || errno == ENOTDIR) ? -ENOENT : -errno;
-		errno = saved;
-		return ret;
-	}
-	do
-		n = read(fd, buf, sizeof(buf) - 1);
-	while (n < 0 && errno == EINTR);
-	ret = n < 0 ? -errno : 0;
-	close(fd);
-	errno = saved;
+	fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return (fd == -ENOENT || fd == -ENOTDIR) ? -ENOENT : fd;
+	n = msq_sys_read(fd, buf, sizeof(buf) - 1);
+	ret = n < 0 ? (int)n : 0;
+	msq_sys_close(fd);
 	if (ret)
 		return ret;
 	buf[n] = '\0';

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "sys.h"
 
 static const char *hex(const char *p, uint64_t *v)
 {
@@ -81,9 +82,9 @@ int msq_maps_foreach(const char *path, uint64_t lo, uint64_t hi,
 		free(vma);
 		return -ENOMEM;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 		goto out;
 	}
 	for (;;) {
@@ -97,11 +98,9 @@ int msq_maps_foreach(const char *path, uint64_t lo, uint64_t hi,
 				rc = -E2BIG;
 				break;
 			}
-			got = read(fd, buf + len, cap - 1 - len);
-			if (got < 0 && errno == EINTR)
-				continue;
+			got = msq_sys_read(fd, buf + len, cap - 1 - len);
 			if (got < 0) {
-				rc = -errno;
+				rc = (int)got;
 				break;
 			}
 			eof = got == 0;
@@ -122,7 +121,7 @@ int msq_maps_foreach(const char *path, uint64_t lo, uint64_t hi,
 		memmove(buf, buf + used, len - used);
 		len -= used;
 	}
-	close(fd);
+	msq_sys_close(fd);
 out:
 	free(buf);
 	free(vma);

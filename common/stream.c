@@ -219,8 +219,10 @@ static int advise(struct msq_engine *e, const struct msq_extents *set, int advic
 		size_t len = (size_t)(set->v[i].end - set->v[i].start);
 
 		if (e->pidfd < 0) {
-			if (msq_sys_madvise(a, len, advice) < 0)
-				return -errno;
+			int r = msq_sys_madvise(a, len, advice);
+
+			if (r < 0)
+				return r;
 			continue;
 		}
 		iov[n++] = (struct iovec){ a, len };
@@ -252,13 +254,13 @@ int msq_open_same_file(const char *path, dev_t dev, ino_t ino, bool noatime, str
 	if (!path)
 		return -ENOENT;
 	if (noatime)
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOATIME);
+		fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOATIME);
 	if (fd < 0) /* (O_NOATIME needs the file's owner or CAP_FOWNER) */
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, st) < 0 || st->st_dev != dev || st->st_ino != ino) {
-		close(fd); /* renamed or replaced: not the file we map */
+		msq_sys_close(fd); /* renamed or replaced: not the file we map */
 		return -ESTALE;
 	}
 	return fd;
@@ -276,9 +278,7 @@ static int fadvise_range(int fd, const struct msq_stream *s, uint64_t start, uin
 	uint64_t off = s->file_off + (start - s->start);
 
 	/* The raw syscall: the shim's own posix_fadvise wrapper must not see it. */
-	if (syscall(SYS_fadvise64, fd, (off_t)off, (off_t)(end - start), POSIX_FADV_DONTNEED) < 0)
-		return -errno;
-	return 0;
+	return msq_sys_fadvise(fd, off, end - start, POSIX_FADV_DONTNEED);
 }
 
 static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents *set)
@@ -291,7 +291,7 @@ static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents
 		return fd;
 	for (size_t i = 0; i < set->n && rc == 0; i++)
 		rc = fadvise_range(fd, s, set->v[i].start, set->v[i].end);
-	close(fd);
+	msq_sys_close(fd);
 	return rc;
 }
 
@@ -325,7 +325,7 @@ static int write_behind(struct msq_stream *s)
 		else
 			i++;
 	}
-	close(fd);
+	msq_sys_close(fd);
 	return rc;
 }
 
@@ -447,14 +447,18 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 
 		if (b > s->end)
 			b = s->end;
-		if (a < b && msq_sys_madvise((void *)(uintptr_t)a, (size_t)(b - a), advice) < 0)
-			rc = -errno;
+		if (a < b) {
+			int r = msq_sys_madvise((void *)(uintptr_t)a, (size_t)(b - a), advice);
+
+			if (r < 0)
+				rc = r;
+		}
 		if (a < b && fd >= 0)
 			fadvise_range(fd, s, a, b);
 		if (i < s->precached.n)
 			a = s->precached.v[i].end;
 	}
 	if (fd >= 0)
-		close(fd);
+		msq_sys_close(fd);
 	return rc;
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Kernel interfaces newer than the build machine's headers (Debian 12 ships
- * 6.1 UAPI headers) and raw syscall wrappers.  Each wrapper returns what the
- * syscall returns and sets errno like libc does.
+ * 6.1 UAPI headers) and raw syscall wrappers.  The msq_sys_* ones return
+ * -errno and keep errno (see below); the others set errno like libc does.
  */
 #ifndef MSQ_SYS_H
 #define MSQ_SYS_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -74,10 +76,118 @@ static inline ssize_t msq_process_madvise(int pidfd, const struct iovec *iov, si
 	return syscall(SYS_process_madvise, pidfd, iov, n, advice, 0);
 }
 
-/* The real madvise, whatever interposes the libc symbol. */
+/*
+ * The library's own I/O: raw syscalls that return the result or -errno and
+ * leave errno alone.  libmadvseq.so exports read, write, close, fcntl, ...
+ * for the program; a call by those names from inside the library would
+ * bind to its own wrappers (an exported symbol is interposable), so the
+ * engine, logging, stats, daemon client and /proc readers use these
+ * instead.  Each is async-signal-safe.
+ */
+static inline long msq_sys_ret(long r)
+{
+	return r;
+}
+
+#define MSQ_SYSCALL(...)                                  \
+	({                                                \
+		int msq_e_ = errno;                       \
+		long msq_r_ = syscall(__VA_ARGS__);       \
+		if (msq_r_ < 0)                           \
+			msq_r_ = -errno;                  \
+		errno = msq_e_;                           \
+		msq_sys_ret(msq_r_);                      \
+	})
+
+static inline int msq_sys_open(const char *path, int flags)
+{
+	return (int)MSQ_SYSCALL(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+static inline int msq_sys_creat(const char *path, int flags, mode_t mode)
+{
+	return (int)MSQ_SYSCALL(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static inline int msq_sys_close(int fd)
+{
+	return (int)MSQ_SYSCALL(SYS_close, fd);
+}
+
+/* Retries EINTR: the library's reads of /proc and sysfs are short. */
+static inline ssize_t msq_sys_read(int fd, void *buf, size_t n)
+{
+	long r;
+
+	while ((r = MSQ_SYSCALL(SYS_read, fd, buf, n)) == -EINTR)
+		;
+	return r;
+}
+
+static inline ssize_t msq_sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+	long r;
+
+	while ((r = MSQ_SYSCALL(SYS_pread64, fd, buf, n, off)) == -EINTR)
+		;
+	return r;
+}
+
+/* Writes all of buf (a short write is continued); bytes written or -errno. */
+static inline ssize_t msq_sys_write_all(int fd, const void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		long r = MSQ_SYSCALL(SYS_write, fd, (const char *)buf + done, n - done);
+
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			return done ? (ssize_t)done : (r ? r : -EIO);
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+static inline int msq_sys_fcntl(int fd, int cmd, long arg)
+{
+	return (int)MSQ_SYSCALL(SYS_fcntl, fd, cmd, arg);
+}
+
+static inline off_t msq_sys_lseek(int fd, off_t off, int whence)
+{
+	return (off_t)MSQ_SYSCALL(SYS_lseek, fd, off, whence);
+}
+
+static inline int msq_sys_fadvise(int fd, uint64_t off, uint64_t len, int advice)
+{
+	return (int)MSQ_SYSCALL(SYS_fadvise64, fd, (off_t)off, (off_t)len, advice);
+}
+
+/* The real madvise, whatever interposes the libc symbol (-errno). */
 static inline int msq_sys_madvise(void *addr, size_t len, int advice)
 {
-	return (int)syscall(SYS_madvise, addr, len, advice);
+	return (int)MSQ_SYSCALL(SYS_madvise, addr, len, advice);
+}
+
+/* Anonymous private memory of the library's own (MAP_FAILED-free: NULL). */
+static inline void *msq_sys_map_anon(size_t len)
+{
+	long r = MSQ_SYSCALL(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return r < 0 ? NULL : (void *)r;
+}
+
+static inline int msq_sys_unmap(void *addr, size_t len)
+{
+	return (int)MSQ_SYSCALL(SYS_munmap, addr, len);
+}
+
+static inline pid_t msq_sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
 }
 
 #endif
