@@ -7,8 +7,17 @@
 
 #include "fault.h"
 
+void msq_extents_init_fixed(struct msq_extents *e, struct msq_range *storage, size_t cap)
+{
+	*e = (struct msq_extents){ .v = storage, .cap = cap, .fixed = true };
+}
+
 void msq_extents_free(struct msq_extents *e)
 {
+	if (e->fixed) {
+		e->n = 0;
+		return;
+	}
 	free(e->v);
 	*e = MSQ_EXTENTS_INIT;
 }
@@ -32,6 +41,8 @@ static int reserve(struct msq_extents *e, size_t n)
 
 	if (n <= e->cap)
 		return 0;
+	if (e->fixed)
+		return -ENOMEM;
 	cap = e->cap ? e->cap * 2 : 8;
 	while (cap < n)
 		cap *= 2;

@@ -20,10 +20,15 @@ struct msq_range {
 struct msq_extents {
 	struct msq_range *v;
 	size_t n, cap;
+	bool fixed; /* v is the owner's storage of cap ranges: never reallocated */
 };
 
 #define MSQ_EXTENTS_INIT ((struct msq_extents){ 0 })
 
+/* A set kept in the caller's storage (cap ranges): it never allocates,
+ * for code that must stay async-signal-safe; adding past cap gives
+ * -ENOMEM, as an allocation failure would. */
+void msq_extents_init_fixed(struct msq_extents *e, struct msq_range *storage, size_t cap);
 void msq_extents_free(struct msq_extents *e);
 void msq_extents_clear(struct msq_extents *e);
 /* Adds [start, end), merging with neighbours. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "../common/sys.h"
 #include "readpath.h"
 #include "regions.h"
 
@@ -25,10 +27,12 @@
 /* Registrations sent before their answers are read. */
 #define MAX_IN_FLIGHT 32
 /* How long munmap/exit waits for the daemon's final drop of a range (it
- * pages out at most a lag, a few milliseconds), and the first managed
- * read waits for the cgroup's policy. */
+ * pages out at most a lag, a few milliseconds), and the first advised
+ * file waits for the cgroup's policy. */
 #define FINAL_WAIT_NS (UINT64_C(50) * 1000 * 1000)
 #define POLICY_WAIT_NS (UINT64_C(20) * 1000 * 1000)
+/* Answers remembered for threads that wait for one (see await_reply). */
+#define ANSWERED 64
 
 enum { ST_OFF, ST_HELLO, ST_READY };
 enum { E_SENT, E_ACKED, E_REFUSED };
@@ -39,23 +43,30 @@ struct entry {
 	int state;
 };
 
-/* All protected by the table lock. */
+/*
+ * The connection and the registrations, protected by g.lock.  The lock is
+ * held only for non-blocking socket calls and bookkeeping, never while
+ * waiting for the daemon: a thread that waits for an answer polls the
+ * socket without it (lock order: see locks.h).
+ */
 static struct {
+	pthread_mutex_t lock;
 	bool disabled;
 	char path[108];
 	int fd;
 	dev_t dev;
 	ino_t ino;
-	int state;
+	int state;       /* also read without the lock (msq_daemon_ready) */
+	uint64_t conn;   /* connection number: a waiter notices a new one */
 	uint32_t seq;
 	uint64_t next_try_ns, backoff_ns;
 	struct entry *e;
 	size_t n, cap;
-	uint32_t await_seq; /* a request whose answer someone waits for */
-	bool await_done;
+	uint32_t answered[ANSWERED]; /* seqs of the last RESULT/POLICY replies */
+	unsigned nanswered;
 	uint32_t policy_seq;
 	bool policy_asked, policy_known, read_from_env;
-} g = { .fd = -1 };
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 void msq_daemon_init(void)
 {
@@ -78,15 +89,14 @@ void msq_daemon_init(void)
 	strcpy(g.path, p);
 }
 
-static void set_delegated_all(bool on)
+bool msq_daemon_ready(void)
 {
-	for (size_t i = 0;; i++) {
-		struct msq_region *r = msq_regions_at(i);
+	return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_READY;
+}
 
-		if (!r)
-			break;
-		r->delegated = on && r->delegated;
-	}
+static void set_state(int st)
+{
+	__atomic_store_n(&g.state, st, __ATOMIC_RELEASE);
 }
 
 /* Our socket is still the descriptor we opened (programs close fds). */
@@ -97,31 +107,36 @@ static bool fd_is_ours(void)
 	return g.fd >= 0 && fstat(g.fd, &st) == 0 && st.st_dev == g.dev && st.st_ino == g.ino;
 }
 
+/* Locked.  Regions marked delegated are the engine's again from its next
+ * cycle: msq_daemon_ready() says no from now on. */
 static void disconnect(const char *why, uint64_t retry_ns)
 {
 	if (fd_is_ours())
-		close(g.fd);
+		msq_sys_close(g.fd);
 	g.fd = -1;
 	if (g.state == ST_READY)
 		msq_debug("madvseqd: %s; managing regions in-process", why);
-	g.state = ST_OFF;
+	set_state(ST_OFF);
 	g.n = 0;
-	set_delegated_all(false);
+	g.nanswered = 0;
 	g.next_try_ns = msq_now_ns() + retry_ns;
 }
 
 static int send_msg(void *m, uint16_t type, uint32_t size)
 {
 	struct msq_msg_hdr *h = m;
+	ssize_t n;
 
 	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, ++g.seq };
 	if (MSQ_FAULT("madvseq/daemon/client/send"))
 		return -EPIPE;
-	if (send(g.fd, m, size, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)size)
-		return -errno;
-	return 0;
+	n = MSQ_SYSCALL(SYS_sendto, g.fd, m, size, MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
+	if (n < 0)
+		return (int)n;
+	return n == (ssize_t)size ? 0 : -EPIPE;
 }
 
+/* Locked. */
 static void try_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -137,28 +152,30 @@ static void try_connect(void)
 	if (MSQ_FAULT("madvseq/daemon/client/connect"))
 		return;
 	strcpy(sa.sun_path, g.path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = (int)MSQ_SYSCALL(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return;
 	/* Non-blocking: a full backlog fails at once (EAGAIN) instead of waiting. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
+	if (MSQ_SYSCALL(SYS_connect, fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		msq_sys_close(fd);
 		return;
 	}
-	hfd = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+	hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
 	if (hfd >= 0) {
-		close(fd);
+		msq_sys_close(fd);
 		fd = hfd;
 	}
 	if (fstat(fd, &st) < 0) {
-		close(fd);
+		msq_sys_close(fd);
 		return;
 	}
 	g.fd = fd;
 	g.dev = st.st_dev;
 	g.ino = st.st_ino;
-	g.state = ST_HELLO;
+	g.conn++;
+	set_state(ST_HELLO);
 	g.n = 0;
+	g.nanswered = 0;
 	if (send_msg(&hello, MSQ_MSG_HELLO, sizeof(hello)) < 0 ||
 	    send_msg(&pol, MSQ_MSG_POLICY_GET, sizeof(pol)) < 0)
 		disconnect("cannot talk to it", g.backoff_ns);
@@ -188,7 +205,22 @@ static struct entry *find_seq(uint32_t seq)
 	return NULL;
 }
 
-/* Reads what the daemon said; false when the connection is gone. */
+static void answered(uint32_t seq)
+{
+	g.answered[g.nanswered++ % ANSWERED] = seq;
+}
+
+static bool was_answered(uint32_t seq)
+{
+	unsigned n = g.nanswered < ANSWERED ? g.nanswered : ANSWERED;
+
+	for (unsigned i = 0; i < n; i++)
+		if (g.answered[i] == seq)
+			return true;
+	return false;
+}
+
+/* Locked.  Reads what the daemon said; false when the connection is gone. */
 static bool read_replies(void)
 {
 	union {
@@ -201,9 +233,9 @@ static bool read_replies(void)
 	} m;
 
 	for (;;) {
-		ssize_t n = recv(g.fd, &m, sizeof(m), MSG_DONTWAIT);
+		ssize_t n = MSQ_SYSCALL(SYS_recvfrom, g.fd, &m, sizeof(m), MSG_DONTWAIT, NULL, NULL);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n == -EAGAIN || n == -EINTR)
 			return true;
 		if (n <= 0 || MSQ_FAULT("madvseq/daemon/client/recv")) {
 			disconnect("the daemon went away", RETRY_MIN_NS);
@@ -217,7 +249,7 @@ static bool read_replies(void)
 		switch (m.h.type) {
 		case MSQ_MSG_WELCOME:
 			if (g.state == ST_HELLO && n == sizeof(m.w) && m.w.flags & MSQ_WELCOME_DELEGATE) {
-				g.state = ST_READY;
+				set_state(ST_READY);
 				g.backoff_ns = 0;
 				msq_debug("madvseqd at %s does the work", g.path);
 			}
@@ -231,9 +263,7 @@ static bool read_replies(void)
 		case MSQ_MSG_RESULT: {
 			struct entry *e = n == sizeof(m.r) ? find_seq(m.h.seq) : NULL;
 
-			if (g.await_seq && m.h.seq == g.await_seq)
-				g.await_done = true;
-
+			answered(m.h.seq);
 			if (e && e->id == m.r.id)
 				e->state = m.r.status == 0 ? E_ACKED : E_REFUSED;
 			break;
@@ -247,8 +277,7 @@ static bool read_replies(void)
 				apply_policy(&m.p);
 				g.policy_known = true;
 			}
-			if (g.await_seq && m.h.seq == g.await_seq)
-				g.await_done = true;
+			answered(m.h.seq);
 			break;
 		default:
 			break;
@@ -307,8 +336,8 @@ static int register_region(struct msq_region *r)
 	return 0;
 }
 
-/* Whether there is a connection: one the program did not close, or, if
- * may_connect and a retry is due, a new one. */
+/* Locked.  Whether there is a connection: one the program did not close,
+ * or, if may_connect and a retry is due, a new one. */
 static bool connected(bool may_connect)
 {
 	if (g.fd >= 0 && !fd_is_ours()) {
@@ -324,10 +353,11 @@ void msq_daemon_sync(void)
 {
 	size_t in_flight = 0;
 
-	if (g.disabled || !connected(msq_regions_count() > 0))
+	if (g.disabled)
 		return;
-	if (!read_replies() || g.state != ST_READY)
-		return;
+	pthread_mutex_lock(&g.lock);
+	if (!connected(msq_regions_count() > 0) || !read_replies() || g.state != ST_READY)
+		goto out;
 	for (size_t i = 0; i < g.n; i++)
 		in_flight += g.e[i].state == E_SENT;
 	for (size_t i = 0;; i++) {
@@ -344,49 +374,60 @@ void msq_daemon_sync(void)
 				break; /* the daemon is busy: the rest next cycle */
 			} else if (rc < 0 && rc != -ENOMEM) {
 				disconnect("cannot talk to it", RETRY_MIN_NS);
-				return;
+				goto out;
 			}
 			in_flight++;
 		}
 		r->delegated = e && e->state == E_ACKED;
 	}
+out:
+	pthread_mutex_unlock(&g.lock);
 }
 
 /*
- * Waits up to wait_ns for the answer to request seq, reading the other
- * replies meanwhile.  False on timeout or a lost connection.  Syscalls
- * only, no allocation: _exit uses it too.
+ * Waits up to wait_ns for the answer to request seq of connection conn,
+ * reading the other replies meanwhile.  The lock is taken only to read;
+ * the wait itself (poll) holds none.  False on timeout or a lost
+ * connection.  No allocation.
  */
-static bool await_reply(uint32_t seq, uint64_t wait_ns)
+static bool await_reply(uint64_t conn, uint32_t seq, uint64_t wait_ns)
 {
 	uint64_t deadline = msq_now_ns() + wait_ns;
-	bool done = false;
 
-	g.await_seq = seq;
-	g.await_done = false;
-	while (g.fd >= 0) {
-		struct pollfd pfd = { .fd = g.fd, .events = POLLIN };
+	for (;;) {
+		struct pollfd pfd = { .events = POLLIN };
+		bool done, alive;
 		uint64_t now;
 
-		if (!read_replies() || (done = g.await_done))
-			break;
+		pthread_mutex_lock(&g.lock);
+		alive = g.fd >= 0 && g.conn == conn && read_replies();
+		done = alive && was_answered(seq);
+		pfd.fd = g.fd;
+		pthread_mutex_unlock(&g.lock);
+		if (done || !alive)
+			return done;
 		if ((now = msq_now_ns()) >= deadline)
-			break;
-		if (poll(&pfd, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
-			break;
+			return false;
+		/* Another thread may read our answer meanwhile: wake up often
+		 * enough to see it in the list. */
+		MSQ_SYSCALL(SYS_poll, &pfd, 1, 2);
 	}
-	g.await_seq = 0;
-	return done;
 }
 
-void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final)
+void msq_daemon_forget(uint64_t start, uint64_t end, bool final)
 {
 	struct msq_msg_unregister m = { .start = start, .length = end - start };
 	size_t j = 0;
-	bool any = false, acked = false;
+	bool any = false, acked = false, wait;
+	uint64_t conn;
 
-	if (g.fd < 0 || g.state != ST_READY)
+	if (g.disabled)
 		return;
+	pthread_mutex_lock(&g.lock);
+	if (g.fd < 0 || g.state != ST_READY) {
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
 	for (size_t i = 0; i < g.n; i++) {
 		if (g.e[i].start < end && g.e[i].end > start) {
 			any = true;
@@ -396,8 +437,10 @@ void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final)
 		g.e[j++] = g.e[i];
 	}
 	g.n = j;
-	if (!any)
+	if (!any) {
+		pthread_mutex_unlock(&g.lock);
 		return;
+	}
 	/* The daemon's regions: it drops their last lag, with its checks,
 	 * before the range goes. */
 	if (final && acked)
@@ -406,50 +449,86 @@ void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final)
 	 * the connection is what stops the daemon (it forgets all of ours). */
 	if (!fd_is_ours() || send_msg(&m, MSQ_MSG_UNREGISTER, sizeof(m)) < 0) {
 		disconnect("cannot tell it about an unmapped range", RETRY_MIN_NS);
+		pthread_mutex_unlock(&g.lock);
 		return;
 	}
-	if (m.flags && !await_reply(g.seq, FINAL_WAIT_NS) && g.fd >= 0)
+	wait = m.flags != 0;
+	conn = g.conn;
+	pthread_mutex_unlock(&g.lock);
+	if (wait && !await_reply(conn, m.h.seq, FINAL_WAIT_NS))
 		msq_debug("madvseqd did not confirm the final drop of %#llx-%#llx in time; "
 			  "its last lag may stay cached", (unsigned long long)start,
 			  (unsigned long long)end);
 }
 
-void msq_daemon_release_all_locked(void)
+void msq_daemon_release_all(void)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
 
+	if (g.disabled)
+		return;
+	pthread_mutex_lock(&g.lock);
 	for (size_t i = 0; i < g.n; i++) {
 		if (g.e[i].start < lo)
 			lo = g.e[i].start;
 		if (g.e[i].end > hi)
 			hi = g.e[i].end;
 	}
+	pthread_mutex_unlock(&g.lock);
 	if (lo < hi)
-		msq_daemon_forget_locked(lo, hi, true);
+		msq_daemon_forget(lo, hi, true);
 }
 
 void msq_daemon_ask_policy(void)
 {
+	bool wait = false;
+	uint64_t conn = 0;
+	uint32_t seq = 0;
+
 	if (g.disabled || __atomic_load_n(&g.policy_asked, __ATOMIC_ACQUIRE))
 		return;
-	msq_regions_lock();
+	pthread_mutex_lock(&g.lock);
 	if (!g.policy_asked) {
 		__atomic_store_n(&g.policy_asked, true, __ATOMIC_RELEASE);
-		if (connected(true) && !g.policy_known)
-			await_reply(g.policy_seq, POLICY_WAIT_NS);
+		if (connected(true) && !g.policy_known) {
+			wait = true;
+			conn = g.conn;
+			seq = g.policy_seq;
+		}
 	}
-	msq_regions_unlock();
+	pthread_mutex_unlock(&g.lock);
+	if (wait)
+		await_reply(conn, seq, POLICY_WAIT_NS);
 }
 
-void msq_daemon_atfork_child(void)
+bool msq_daemon_atfork_prepare(void)
+{
+	return msq_lock_bounded(&g.lock, MSQ_FORK_LOCK_NS);
+}
+
+void msq_daemon_atfork_parent(bool locked)
+{
+	if (locked)
+		pthread_mutex_unlock(&g.lock);
+}
+
+void msq_daemon_atfork_child(bool locked)
 {
 	/* The connection stays the parent's: the daemon knows it as the
-	 * parent's pid.  The child connects itself when it tracks regions. */
+	 * parent's pid.  The child connects itself when it tracks regions.
+	 * If the lock could not be had, another thread was changing the
+	 * registrations: the child forgets them without freeing. */
+	pthread_mutex_init(&g.lock, NULL);
+	if (!locked) {
+		g.e = NULL;
+		g.cap = 0;
+	}
 	if (g.fd >= 0 && fd_is_ours())
-		close(g.fd);
+		msq_sys_close(g.fd);
 	g.fd = -1;
-	g.state = ST_OFF;
+	set_state(ST_OFF);
 	g.n = 0;
+	g.nanswered = 0;
 	g.next_try_ns = 0;
 	g.backoff_ns = 0;
 }

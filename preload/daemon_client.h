@@ -10,12 +10,15 @@
  * engine's again at its next cycle; it retries the daemon later (1 s,
  * growing to 8 s) and re-registers everything when it answers.
  *
- * Everything runs with the region table lock held, on the engine thread,
- * except msq_daemon_forget_locked (any thread that holds the lock).  All
- * socket calls are non-blocking; the program waits only where the daemon
- * must act first: at munmap of a delegated region and at exit (for the
- * final drop, up to 50 ms), and for the policy before its first managed
- * read (up to 20 ms, once).
+ * Locks (see locks.h): the client has its own lock, taken inside the
+ * region table lock (never the other way round) and held only for
+ * non-blocking socket calls and bookkeeping.  No lock is held while a
+ * thread waits for the daemon.  All socket calls are non-blocking raw
+ * syscalls; a program thread waits only where the daemon must act first:
+ * at munmap of a delegated region (for the final drop, up to 50 ms) and
+ * for the policy before its first advised file (up to 20 ms, once).
+ * Nothing here runs at _exit, in a vfork child, or from read()/write():
+ * at _exit the daemon's own exit drop takes over the delegated regions.
  * The socket is close-on-exec, at a descriptor number >= 520, and is
  * never used again if the program closes or replaces it.
  */
@@ -25,27 +28,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "locks.h"
 #include "shim.h"
 
 /* From init(): reads MADVSEQ_SOCKET and MADVSEQ_DAEMON (0: never connect). */
 void msq_daemon_init(void) MSQ_HIDDEN;
+/* Lock-free: the daemon welcomed us and the connection stands; regions
+ * marked delegated are its work only while this is true. */
+bool msq_daemon_ready(void) MSQ_HIDDEN;
 /* Engine thread, table lock held: (re)connects when due, reads replies,
  * registers new regions, sets each region's delegated flag. */
 void msq_daemon_sync(void) MSQ_HIDDEN;
-/* Table lock held: [start, end) is about to stop being what was
- * registered (munmap, mremap, MADV_NORMAL): tell the daemon first.
- * final (munmap): the daemon drops the range's last lag first, and this
- * waits for it (up to 50 ms). */
-void msq_daemon_forget_locked(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
-/* Table lock held, the process exiting: the final drop of every region
- * the daemon manages.  No allocation (safe in _exit). */
-void msq_daemon_release_all_locked(void) MSQ_HIDDEN;
-/* The read path is about to manage its first file: once per process,
- * connects (if it is not yet) and waits briefly (20 ms) for the cgroup's
- * policy, whose read = key then applies unless MADVSEQ_READ is set.
- * Takes the table lock. */
+/* [start, end) is no longer what was registered (munmap, mremap,
+ * MADV_NORMAL, made writable): tell the daemon.  final (munmap, exit):
+ * the daemon drops the range's last lag first, and this waits for it (up
+ * to 50 ms, with no lock held, so call it without the table lock). */
+void msq_daemon_forget(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
+/* At exit() (not _exit): the final drop of every region the daemon
+ * manages.  Call without the table lock. */
+void msq_daemon_release_all(void) MSQ_HIDDEN;
+/* The read path is about to manage its first advised file: once per
+ * process, connects (if it is not yet) and waits briefly (20 ms) for the
+ * cgroup's policy, whose read = key then applies unless MADVSEQ_READ is
+ * set.  Only from posix_fadvise: never from read() or write(). */
 void msq_daemon_ask_policy(void) MSQ_HIDDEN;
-/* Fork child: the parent's connection is not the child's. */
-void msq_daemon_atfork_child(void) MSQ_HIDDEN;
+/* Fork: the client lock around fork; the child's connection is not the
+ * parent's. */
+bool msq_daemon_atfork_prepare(void) MSQ_HIDDEN;
+void msq_daemon_atfork_parent(bool locked) MSQ_HIDDEN;
+void msq_daemon_atfork_child(bool locked) MSQ_HIDDEN;
 
 #endif

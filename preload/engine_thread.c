@@ -13,7 +13,9 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "../common/sys.h"
 #include "daemon_client.h"
+#include "locks.h"
 #include "readpath.h"
 
 /* Where the pagemap descriptor goes, away from the numbers programs use. */
@@ -73,11 +75,18 @@ static void report_region(const struct msq_region *r, const char *why)
 		  r->s.st.last_error ? strerror(-r->s.st.last_error) : "");
 }
 
+/* Whether the engine leaves r to someone else: the daemon (while it is
+ * connected) or the kernel's own drop-behind. */
+static bool not_ours(const struct msq_region *r)
+{
+	return r->kernel || (r->delegated && msq_daemon_ready());
+}
+
 void msq_engine_retire(struct msq_region *part, void *arg)
 {
 	const char *why = arg ? arg : "unmapped";
 
-	if (!part->delegated && !part->kernel && msq_is_owner() && ensure_pagemap() == 0)
+	if (!not_ours(part) && msq_is_owner() && ensure_pagemap() == 0)
 		msq_stream_cycle(&g_eng, &part->s, msq_now_ns(), true);
 	account(part);
 	report_region(part, why);
@@ -132,7 +141,7 @@ static void *engine_main(void *arg)
 			 * a region. */
 			if (i == 0)
 				pm_ok = ensure_pagemap() == 0;
-			if (!r->delegated && !r->kernel && pm_ok) {
+			if (!not_ours(r) && pm_ok) {
 				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);
 
 				if (d > 0)
@@ -195,6 +204,13 @@ void msq_engine_start(void)
 	g_running = true;
 }
 
+/*
+ * MADVSEQ_STATS: one small file per process.  Raw syscalls only, no
+ * allocation: this also runs at _exit.  ("%p" in the name becomes the
+ * pid: one file per process of a tree.)
+ */
+static bool g_fork_child; /* a fork child: writes stats only if it did something */
+
 static void write_stats(void)
 {
 	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
@@ -203,10 +219,9 @@ static void write_stats(void)
 	uint64_t rfiles, radvised;
 	int fd, len;
 
-	/* "%p" in the name becomes the pid: one file per process of a tree. */
 	for (; *p && n < sizeof(path) - 12; p++) {
 		if (p[0] == '%' && p[1] == 'p') {
-			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid());
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)msq_sys_getpid());
 			p++;
 		} else {
 			path[n++] = *p;
@@ -214,79 +229,85 @@ static void write_stats(void)
 	}
 	path[n] = '\0';
 	msq_readpath_totals(&rfiles, &radvised);
+	if (g_fork_child && !g_done.regions && !rfiles)
+		return; /* the parent's file is the parent's */
 	len = snprintf(buf, sizeof(buf),
 		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
 		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
 		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64 "\n",
-		       (int)getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
+		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
 		       msq_cfg.kernel_covers, rfiles, radvised);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0) {
-		msq_warn("MADVSEQ_STATS: cannot write %s: %s", path, strerror(errno));
+		msq_warn("MADVSEQ_STATS: cannot write %s: error %d", path, -fd);
 		return;
 	}
-	if (write(fd, buf, (size_t)len) != len)
+	if (msq_sys_write_all(fd, buf, (size_t)len) != len)
 		msq_warn("MADVSEQ_STATS: short write to %s", path);
-	close(fd);
+	msq_sys_close(fd);
 }
 
 void msq_engine_shutdown(void)
 {
 	char d[32], k[32];
+	bool locked;
 
-	msq_regions_lock();
-	g_stopping = true;
-	if (g_kick_cond_ready)
-		pthread_cond_signal(&g_kick_cond);
-	msq_daemon_release_all_locked();
-	msq_regions_clear(msq_engine_retire, (void *)"at exit");
-	if (msq_cfg.debug && g_done.regions)
-		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly referenced), "
-			  "%" PRIu64 " errors",
-			  g_done.regions, msq_format_size(g_done.dropped, d, sizeof(d)),
-			  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
+	/* Bounded: exit() may come from a signal handler that interrupted
+	 * a holder of the lock on this very thread. */
+	locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS);
+	if (locked) {
+		g_stopping = true;
+		if (g_kick_cond_ready)
+			pthread_cond_signal(&g_kick_cond);
+		msq_regions_clear(msq_engine_retire, (void *)"at exit");
+		if (msq_cfg.debug && g_done.regions)
+			msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly "
+				  "referenced), %" PRIu64 " errors",
+				  g_done.regions, msq_format_size(g_done.dropped, d, sizeof(d)),
+				  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
+		msq_regions_unlock();
+	}
+	/* The daemon's regions: their final drop, waited for without the
+	 * table lock. */
+	msq_daemon_release_all();
 	if (msq_cfg.stats_path[0])
 		write_stats();
-	msq_regions_unlock();
 }
 
 void msq_engine_exit_flush(void)
 {
-	struct timespec pause = { 0, 100 * 1000 };
-	int tries = 0;
-
 	/* The lock may be held by the engine (briefly) or by the very code
-	 * this _exit interrupted (a signal handler): give up after ~10 ms. */
-	while (pthread_mutex_trylock(msq_regions_mutex()) != 0)
-		if (++tries == 100 || nanosleep(&pause, NULL) < 0)
-			return;
-	g_stopping = true;
-	msq_daemon_release_all_locked();
-	for (size_t i = 0;; i++) {
-		struct msq_region *r = msq_regions_at(i);
+	 * this _exit interrupted (a signal handler): give up after ~50 ms,
+	 * and still write the stats. */
+	if (msq_lock_bounded(msq_regions_mutex(), MSQ_EXIT_LOCK_NS)) {
+		g_stopping = true;
+		for (size_t i = 0;; i++) {
+			struct msq_region *r = msq_regions_at(i);
 
-		if (!r)
-			break;
-		if (!r->delegated && !r->kernel)
-			msq_stream_drop_all_on_exit(&r->s);
-		account(r);
+			if (!r)
+				break;
+			/* The daemon's regions: its exit drop takes them. */
+			if (!not_ours(r))
+				msq_stream_drop_all_on_exit(&r->s);
+			account(r);
+		}
+		/* Left locked: the process ends now, and nothing may start
+		 * another operation on the table meanwhile. */
 	}
-	/* Best effort: formatting numbers does not allocate in glibc. */
 	if (msq_cfg.stats_path[0])
 		write_stats();
-	/* Left locked: the process ends now, and nothing may start another
-	 * operation on the table meanwhile. */
 }
 
 void msq_engine_atfork_child(void)
 {
 	/* The child has no engine thread; its pagemap is its own. */
 	if (g_eng.pm.fd >= 0)
-		close(g_eng.pm.fd);
+		msq_sys_close(g_eng.pm.fd);
 	g_eng.pm.fd = -1;
 	g_running = false;
 	g_kick = false;
 	g_kick_cond_ready = false; /* re-initialised when the child starts one */
 	memset(&g_done, 0, sizeof(g_done));
+	g_fork_child = true;
 }

@@ -51,6 +51,7 @@
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "fdtable.h"
+#include "objpool.h"
 #include "readpath.h"
 
 #define CHUNK MSQ_CHUNK
@@ -72,6 +73,11 @@
 enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16 };
 enum { DC_UNKNOWN, DC_YES, DC_NO };
 
+/* Chunk ranges a snapshot may hold (cached and not cached chunks
+ * alternating over the window): more turns the snapshot off for the fd,
+ * which then drops nothing (fail safe). */
+#define PRE_MAX 64
+
 /* One direction (reads or writes) of a stream. */
 struct dir {
 	uint64_t run_start; /* first offset of the current sequential run */
@@ -81,6 +87,7 @@ struct dir {
 	uint64_t snap_lo, snap_hi;
 	uint64_t act;       /* below this, a sequential access needs no work */
 	struct msq_extents pre; /* chunks cached before the stream reached them */
+	struct msq_range pre_v[PRE_MAX]; /* its storage: no malloc on this path */
 	bool started;
 	bool snapping;      /* pre is valid for this run, up to snap_hi */
 };
@@ -153,11 +160,11 @@ static struct {
 static uint64_t read_ra(const char *path)
 {
 	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	int fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? msq_sys_read(fd, buf, sizeof(buf) - 1) : -1;
 
 	if (fd >= 0)
-		close(fd);
+		msq_sys_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -207,16 +214,35 @@ static bool managed_write(const struct msq_fd *s)
 	return msq_fds_mode == MSQ_READ_ALL || (s->flags & F_NOREUSE);
 }
 
+/* Whether advice `add' makes an fd managed in the current mode (checked
+ * again after the daemon's policy may have changed the mode). */
+static bool managed_by_advice(unsigned add)
+{
+	switch (__atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE)) {
+	case MSQ_READ_NOREUSE: return add & F_NOREUSE;
+	case MSQ_READ_ADVISED: return add & (F_NOREUSE | F_SEQ);
+	case MSQ_READ_ALL: return true;
+	default: return false;
+	}
+}
+
 static off_t sys_lseek_cur(int fd)
 {
-	return (off_t)syscall(SYS_lseek, fd, (off_t)0, SEEK_CUR);
+	return msq_sys_lseek(fd, 0, SEEK_CUR);
 }
 
 static int sys_fadvise(int fd, uint64_t off, uint64_t len, int advice)
 {
 	if (MSQ_FAULT("madvseq/readpath/fadvise"))
-		return -1;
-	return (int)syscall(SYS_fadvise64, fd, (off_t)off, (off_t)len, advice);
+		return -EIO;
+	return msq_sys_fadvise(fd, off, len, advice);
+}
+
+/* Starts writeback of [off, off + len); never waits for it. */
+static void start_writeback(int fd, uint64_t off, uint64_t len)
+{
+	if (!MSQ_FAULT("madvseq/readpath/sync_file_range"))
+		MSQ_SYSCALL(SYS_sync_file_range, fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 }
 
 /* Adds the chunks of [lo, hi) that hold cached pages to d->pre. */
@@ -327,10 +353,9 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 			if (cs.nr_dirty || cs.nr_writeback) {
 				if (target - c <= WB_AHEAD || polls++ == WB_POLLS)
 					return c;
-				if (polls == 1 && !MSQ_FAULT("madvseq/readpath/sync_file_range"))
-					syscall(SYS_sync_file_range, fd, (off_t)c, (off_t)CHUNK,
-						SYNC_FILE_RANGE_WRITE);
-				nanosleep(&(struct timespec){ 0, WB_POLL_NS }, NULL);
+				if (polls == 1)
+					start_writeback(fd, c, CHUNK);
+				MSQ_SYSCALL(SYS_nanosleep, &(struct timespec){ 0, WB_POLL_NS }, NULL);
 				continue;
 			}
 			if (cs.nr_cache && sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
@@ -373,9 +398,7 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	if (d->snap_hi - SNAP_AHEAD / 2 < d->act)
 		d->act = d->snap_hi - SNAP_AHEAD / 2;
 	if (writing && floor_chunk(end) > d->kicked) {
-		if (!MSQ_FAULT("madvseq/readpath/sync_file_range"))
-			syscall(SYS_sync_file_range, fd, (off_t)d->kicked,
-				(off_t)(floor_chunk(end) - d->kicked), SYNC_FILE_RANGE_WRITE);
+		start_writeback(fd, d->kicked, floor_chunk(end) - d->kicked);
 		d->kicked = floor_chunk(end);
 	}
 	target = end > lag ? floor_chunk(end - lag) : 0;
@@ -395,11 +418,24 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	}
 }
 
+/* Per-fd states: from a lock-free pool (objpool.h), since read() and
+ * write() may classify an fd inside a signal handler. */
+static struct msq_pool g_states = MSQ_POOL_INIT(sizeof(struct msq_fd));
+
+static struct msq_fd *new_state(void)
+{
+	struct msq_fd *s = msq_pool_alloc(&g_states);
+
+	if (s) {
+		msq_extents_init_fixed(&s->rd.pre, s->rd.pre_v, PRE_MAX);
+		msq_extents_init_fixed(&s->wr.pre, s->wr.pre_v, PRE_MAX);
+	}
+	return s;
+}
+
 static void free_state(struct msq_fd *s)
 {
-	msq_extents_free(&s->rd.pre);
-	msq_extents_free(&s->wr.pre);
-	free(s);
+	msq_pool_free(&g_states, s);
 }
 
 /* Would the write-side residency snapshot of fd be truthful?  As with
@@ -411,6 +447,7 @@ static bool may_write(int fd, const struct stat *st, int fl)
 	if ((fl & O_ACCMODE) != O_RDONLY || st->st_uid == geteuid())
 		return true;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	/* faccessat is not one of the calls the library wraps. */
 	return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
 }
 
@@ -419,7 +456,7 @@ static bool may_write(int fd, const struct stat *st, int fl)
  * state: regular files only, not O_DIRECT; anything else is marked
  * MSQ_FD_IGNORED.  Returns the slot's value, or NULL (not open, or not
  * ours to track: a vfork child, the read path turned off).  Called with
- * the guard raised.
+ * the guard raised.  Async-signal-safe: no malloc, no lock, no daemon.
  */
 static struct msq_fd *classify(int fd, unsigned extra)
 {
@@ -434,19 +471,16 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		return MSQ_FD_IGNORED;
 	if (!msq_is_owner())
 		return NULL; /* a vfork child: the table is its parent's */
-	/* The first file this process would manage: the daemon's policy for
-	 * its cgroup first (once), which may turn the read path off. */
-	msq_daemon_ask_policy();
 	if (__atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE) == MSQ_READ_OFF)
 		return NULL;
-	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+	fl = msq_sys_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || fstat(fd, &st) < 0)
 		return NULL; /* not open: nothing to remember */
 	if (!S_ISREG(st.st_mode) || (fl & O_DIRECT) || (fl & O_PATH)) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
-	if (MSQ_FAULT("madvseq/alloc") || !(s = calloc(1, sizeof(*s)))) {
+	if (!(s = new_state())) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
@@ -644,6 +678,13 @@ void msq_fds_advise(int fd, int advice)
 	if (!s) {
 		if (add == F_STOPPED && msq_fds_mode != MSQ_READ_ALL)
 			return;
+		/* The first file this process would manage on advice: the
+		 * daemon's policy for its cgroup first (once), which may turn
+		 * the read path off.  Only here, in posix_fadvise: read() and
+		 * write() never wait for the daemon. */
+		msq_daemon_ask_policy();
+		if (add != F_STOPPED && !managed_by_advice(add))
+			return;
 		s = classify(fd, add);
 		if (s && s != MSQ_FD_IGNORED)
 			return;
@@ -750,6 +791,8 @@ static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 void msq_readpath_atfork_child(void)
 {
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
+	/* The child's own totals (MADVSEQ_STATS). */
+	g_files = g_advised = 0;
 }
 
 void msq_readpath_set_mode(enum msq_read_mode m)

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "fdtable.h"
 
-#include <stdlib.h>
-
 #include "../common/fault.h"
+#include "../common/sys.h"
 
 #define LEAF_SIZE (1u << MSQ_FDT_LEAF_BITS)
 
@@ -16,12 +15,14 @@ static struct msq_fd **leaf_of(int fd, int create)
 
 	if (leaf || !create)
 		return leaf;
-	if (MSQ_FAULT("madvseq/alloc") || !(leaf = calloc(LEAF_SIZE, sizeof(*leaf))))
+	/* A page of zeroes from mmap, not malloc: this runs inside read()
+	 * and write(), which signal handlers may call. */
+	if (MSQ_FAULT("madvseq/alloc") || !(leaf = msq_sys_map_anon(LEAF_SIZE * sizeof(*leaf))))
 		return NULL;
 	/* Two threads may race to add the same leaf: the loser frees its own. */
 	if (!__atomic_compare_exchange_n(top, &expect, leaf, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		free(leaf);
+		msq_sys_unmap(leaf, LEAF_SIZE * sizeof(*leaf));
 		leaf = expect;
 	}
 	return leaf;

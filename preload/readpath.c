@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "../common/sys.h"
 #include "fdstream.h"
 #include "fdtable.h"
+#include "real.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080
@@ -38,42 +40,6 @@
 #define SYS_close_range 436
 #endif
 
-static struct {
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*pread)(int, void *, size_t, off_t);
-	ssize_t (*pread64)(int, void *, size_t, off64_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*preadv)(int, const struct iovec *, int, off_t);
-	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
-	ssize_t (*preadv2)(int, const struct iovec *, int, off_t, int);
-	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
-	ssize_t (*read_chk)(int, void *, size_t, size_t);
-	ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
-	ssize_t (*pread64_chk)(int, void *, size_t, off64_t, size_t);
-	ssize_t (*write)(int, const void *, size_t);
-	ssize_t (*pwrite)(int, const void *, size_t, off_t);
-	ssize_t (*pwrite64)(int, const void *, size_t, off64_t);
-	ssize_t (*writev)(int, const struct iovec *, int);
-	ssize_t (*pwritev)(int, const struct iovec *, int, off_t);
-	ssize_t (*pwritev64)(int, const struct iovec *, int, off64_t);
-	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
-	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
-	int (*posix_fadvise)(int, off_t, off_t, int);
-	int (*posix_fadvise64)(int, off64_t, off64_t, int);
-	ssize_t (*sendfile)(int, int, off_t *, size_t);
-	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
-	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned);
-	int (*close)(int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*fcntl64)(int, int, ...);
-	int (*close_range)(unsigned, unsigned, int);
-	size_t (*fread)(void *, size_t, size_t, FILE *);
-	size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
-	int (*fclose)(FILE *);
-} real;
 
 /* preadv2(RWF_DONTCACHE) in place of the program's read; returns -2 (and
  * errno untouched) when the caller must make the program's own call. */
@@ -82,9 +48,9 @@ static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t o
 	int saved = errno;
 	ssize_t rc;
 
-	if (!real.preadv2 || MSQ_FAULT("madvseq/readpath/preadv2"))
+	if (!msq_real.preadv2 || MSQ_FAULT("madvseq/readpath/preadv2"))
 		return -2;
-	rc = real.preadv2(fd, iov, cnt, (off_t)off, flags | RWF_DONTCACHE);
+	rc = msq_real.preadv2(fd, iov, cnt, (off_t)off, flags | RWF_DONTCACHE);
 	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
 		/* Refused before any data moved: the program's own call decides
 		 * (an EINVAL of its own making comes back from it).  Kernels and
@@ -125,7 +91,7 @@ static inline bool untracked(int fd)
 	return s == MSQ_FD_IGNORED || (!s && m != MSQ_READ_ALL);
 }
 
-#define CALL(fn, fallback, ...) (real.fn ? real.fn(__VA_ARGS__) : (fallback))
+#define CALL MSQ_REAL
 
 static ssize_t call_read(int fd, void *buf, size_t n)
 {
@@ -148,18 +114,25 @@ static __attribute__((noinline, cold)) ssize_t read_slow(int fd, void *buf, size
 	return rc;
 }
 
-MSQ_EXPORT ssize_t read(int fd, void *buf, size_t n)
+/* read() and __read_chk share it: no call of the exported name from
+ * inside the library (it would bind to the library's own symbol). */
+static inline ssize_t wrap_read(int fd, void *buf, size_t n)
 {
 	if (__builtin_expect(untracked(fd), 1))
 		return call_read(fd, buf, n);
 	return read_slow(fd, buf, n);
 }
 
+MSQ_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	return wrap_read(fd, buf, n);
+}
+
 MSQ_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	if (n > buflen && real.read_chk)
-		return real.read_chk(fd, buf, n, buflen); /* reports the overflow */
-	return read(fd, buf, n);
+	if (n > buflen && msq_real.read_chk)
+		return msq_real.read_chk(fd, buf, n, buflen); /* reports the overflow */
+	return wrap_read(fd, buf, n);
 }
 
 static ssize_t pread_common(int fd, void *buf, size_t n, int64_t off, bool is64)
@@ -194,15 +167,15 @@ MSQ_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 
 MSQ_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-	if (n > buflen && real.pread_chk)
-		return real.pread_chk(fd, buf, n, off, buflen);
+	if (n > buflen && msq_real.pread_chk)
+		return msq_real.pread_chk(fd, buf, n, off, buflen);
 	return pread_common(fd, buf, n, off, false);
 }
 
 MSQ_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
-	if (n > buflen && real.pread64_chk)
-		return real.pread64_chk(fd, buf, n, off, buflen);
+	if (n > buflen && msq_real.pread64_chk)
+		return msq_real.pread64_chk(fd, buf, n, off, buflen);
 	return pread_common(fd, buf, n, off, true);
 }
 
@@ -383,10 +356,18 @@ MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t
  * sendfile and copy_file_range move data without a user buffer.  On
  * managed fds a large call is made in pieces, with bookkeeping between
  * them, so drop-behind keeps up inside one call (cp copies a whole file in
- * one copy_file_range); the program gets what one call would return: the
- * bytes moved, or the error if none were.
+ * one copy_file_range), but only where the pieces provably do what the
+ * one call would (may_split): then the program gets what one call returns,
+ * the bytes moved (at most the kernel's own cap of one call), or the
+ * error if none were.  Otherwise the call is made whole and accounted
+ * after.
  */
 #define PIECE (UINT64_C(8) << 20)
+/* The kernel moves at most this much in one read, write, sendfile or
+ * copy_file_range through the page cache (MAX_RW_COUNT). */
+#define RW_MAX ((size_t)0x7ffff000)
+#define EXT4_MAGIC 0xEF53
+#define TMPFS_MAGIC 0x01021994
 
 static bool copy_untracked(int in, int out)
 {
@@ -415,6 +396,39 @@ static ssize_t call_cfr(int in, int64_t *in_off, int out, int64_t *out_off, size
 		    in, (off64_t *)in_off, out, (off64_t *)out_off, n, fl);
 }
 
+/*
+ * Whether a copy of n bytes may be made in pieces with the one call's
+ * result.  Both ends regular files of different inodes (a copy within
+ * one file may overlap, which the kernel refuses whole: EINVAL), offsets
+ * whose end does not overflow (EOVERFLOW/EINVAL would be the whole call's
+ * answer), flags 0, and for copy_file_range an output on a filesystem
+ * that copies through the page cache (ext4, tmpfs), where the kernel
+ * itself moves the data in pieces of at most RW_MAX; elsewhere a
+ * filesystem may clone the whole range at once.  sendfile always goes
+ * through the page cache.
+ */
+static bool may_split(int in, const int64_t *in_off, int out, const int64_t *out_off, size_t n,
+		      unsigned fl, bool is_sendfile)
+{
+	struct stat si, so;
+	struct statfs fs;
+	int64_t ipos, opos;
+
+	if (n <= PIECE || fl || fstat(in, &si) < 0 || fstat(out, &so) < 0 || !S_ISREG(si.st_mode))
+		return false;
+	if (S_ISREG(so.st_mode) && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+		return false;
+	if (!is_sendfile && (!S_ISREG(so.st_mode) || fstatfs(out, &fs) < 0 ||
+			     (fs.f_type != EXT4_MAGIC && fs.f_type != TMPFS_MAGIC)))
+		return false;
+	ipos = in_off ? *in_off : msq_sys_lseek(in, 0, SEEK_CUR);
+	opos = out_off ? *out_off : is_sendfile ? 0 : msq_sys_lseek(out, 0, SEEK_CUR);
+	if (ipos < 0 || opos < 0)
+		return false;
+	return (uint64_t)ipos + n >= (uint64_t)ipos && (uint64_t)ipos + n <= INT64_MAX &&
+	       (uint64_t)opos + n <= INT64_MAX;
+}
+
 /* One piece after another; out_fd < 0: sendfile (out is not a file). */
 static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
 			   unsigned fl, bool is_sendfile)
@@ -422,6 +436,8 @@ static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, s
 	ssize_t total = 0;
 
 	copy_classify(in, is_sendfile ? -1 : out);
+	if (n > RW_MAX)
+		n = RW_MAX;
 	do { /* at least one call: it reports bad fds even for n == 0 */
 		size_t want = n - (size_t)total < PIECE ? n - (size_t)total : PIECE;
 		int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
@@ -443,41 +459,58 @@ static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, s
 	return total;
 }
 
-MSQ_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+/* The whole call, then the bookkeeping of what it moved. */
+static ssize_t copy_whole(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
+			  unsigned fl, bool is_sendfile)
+{
+	int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
+	ssize_t rc;
+
+	copy_classify(in, is_sendfile ? -1 : out);
+	rc = is_sendfile ? call_sendfile(out, in, in_off, n) : call_cfr(in, in_off, out, out_off, n, fl);
+	if (rc > 0) {
+		MSQ_PROTECT_ERRNO;
+		msq_fds_after(in, is, (uint64_t)rc, false);
+		if (!is_sendfile)
+			msq_fds_after(out, os, (uint64_t)rc, true);
+	}
+	return rc;
+}
+
+static ssize_t copy_managed(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
+			    unsigned fl, bool is_sendfile)
 {
 	ssize_t rc;
 
-	if (copy_untracked(in, -1))
-		return CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
 	MSQ_ENTER();
-	rc = copy_pieces(in, (int64_t *)off, out, NULL, n, 0, true);
+	if (msq_is_owner() && may_split(in, in_off, out, out_off, n, fl, is_sendfile))
+		rc = copy_pieces(in, in_off, out, out_off, n, fl, is_sendfile);
+	else
+		rc = copy_whole(in, in_off, out, out_off, n, fl, is_sendfile);
 	MSQ_LEAVE();
 	return rc;
 }
 
+MSQ_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	if (copy_untracked(in, -1))
+		return CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
+	return copy_managed(in, (int64_t *)off, out, NULL, n, 0, true);
+}
+
 MSQ_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
-	ssize_t rc;
-
 	if (copy_untracked(in, -1))
 		return call_sendfile(out, in, (int64_t *)off, n);
-	MSQ_ENTER();
-	rc = copy_pieces(in, (int64_t *)off, out, NULL, n, 0, true);
-	MSQ_LEAVE();
-	return rc;
+	return copy_managed(in, (int64_t *)off, out, NULL, n, 0, true);
 }
 
 MSQ_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
 				   unsigned fl)
 {
-	ssize_t rc;
-
 	if (copy_untracked(in, out))
 		return call_cfr(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl);
-	MSQ_ENTER();
-	rc = copy_pieces(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl, false);
-	MSQ_LEAVE();
-	return rc;
+	return copy_managed(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl, false);
 }
 
 /* ---- advice ------------------------------------------------------------ */
@@ -555,7 +588,7 @@ static int dup23(int oldfd, int newfd, int flags, bool three)
 	MSQ_ENTER();
 	if (oldfd != newfd && msq_fdt_peek(newfd)) {
 		/* newfd is closed by the call if it succeeds; validate first. */
-		if (syscall(SYS_fcntl, oldfd, F_GETFD) >= 0)
+		if (msq_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
 			msq_fds_forget(newfd, true);
 	}
 	rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
@@ -659,7 +692,7 @@ static int stream_fd(FILE *fp)
 
 static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlocked)
 {
-	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? real.fread_unlocked : real.fread;
+	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? msq_real.fread_unlocked : msq_real.fread;
 	size_t rc;
 	int fd;
 
@@ -689,12 +722,12 @@ MSQ_EXPORT int fclose(FILE *fp)
 {
 	int fd, rc;
 
-	if (msq_guard || !msq_shim_ready() || !real.fclose || (fd = stream_fd(fp)) < 0 ||
+	if (msq_guard || !msq_shim_ready() || !msq_real.fclose || (fd = stream_fd(fp)) < 0 ||
 	    !msq_fdt_peek(fd))
-		return real.fclose ? real.fclose(fp) : EOF;
+		return msq_real.fclose ? msq_real.fclose(fp) : EOF;
 	MSQ_ENTER();
 	msq_fds_forget(fd, true);
-	rc = real.fclose(fp);
+	rc = msq_real.fclose(fp);
 	MSQ_LEAVE();
 	return rc;
 }
@@ -705,49 +738,12 @@ void msq_readpath_init(void)
 {
 	const char *v = getenv("MADVSEQ_DONTCACHE");
 
-#define RESOLVE(f) (real.f = msq_next_symbol(#f))
-	RESOLVE(read);
-	RESOLVE(pread);
-	RESOLVE(pread64);
-	RESOLVE(readv);
-	RESOLVE(preadv);
-	RESOLVE(preadv64);
-	RESOLVE(preadv2);
-	RESOLVE(preadv64v2);
-	real.read_chk = msq_next_symbol("__read_chk");
-	real.pread_chk = msq_next_symbol("__pread_chk");
-	real.pread64_chk = msq_next_symbol("__pread64_chk");
-	RESOLVE(write);
-	RESOLVE(pwrite);
-	RESOLVE(pwrite64);
-	RESOLVE(writev);
-	RESOLVE(pwritev);
-	RESOLVE(pwritev64);
-	RESOLVE(pwritev2);
-	RESOLVE(pwritev64v2);
-	RESOLVE(posix_fadvise);
-	RESOLVE(posix_fadvise64);
-	RESOLVE(sendfile);
-	RESOLVE(sendfile64);
-	RESOLVE(copy_file_range);
-	RESOLVE(close);
-	RESOLVE(dup);
-	RESOLVE(dup2);
-	RESOLVE(dup3);
-	RESOLVE(fcntl);
-	RESOLVE(fcntl64);
-	RESOLVE(close_range);
-	RESOLVE(fread);
-	RESOLVE(fread_unlocked);
-	RESOLVE(fclose);
-#undef RESOLVE
 	if (v && *v) {
-		if (!strcmp(v, "1"))
-			msq_fds_dontcache = 1;
-		else if (!strcmp(v, "0"))
-			msq_fds_dontcache = 0;
-		else
-			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; using 0", v);
+		bool on = false;
+
+		if (msq_parse_bool(v, &on) < 0)
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (1 or 0); using 0", v);
+		msq_fds_dontcache = on;
 	}
 	/* Last: the wrappers act only once the real functions are known. */
 	__atomic_store_n(&msq_fds_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);

@@ -10,11 +10,13 @@
  * RANDOM or WILLNEED; a read that is not sequential starts a new run, and
  * only runs longer than the lag drop anything.
  *
- * Signals: read()/write() on an fd that is not managed cost a TLS check
- * and two atomic loads: async-signal-safe.  On managed fds (and at the
- * first read of an fd in "all" mode) the shim may allocate, take the
- * urcu-bp read lock and make syscalls: calling read() on a managed fd
- * from a signal handler that interrupted malloc is not safe.
+ * Signals: read(), write() and the other async-signal-safe wrappers stay
+ * async-signal-safe.  On fds that are not managed they cost a TLS check
+ * and two atomic loads.  On managed fds (and at the first read of an fd
+ * in "all" mode) the shim makes syscalls, takes the urcu-bp read lock and
+ * takes per-fd state from a lock-free pool (objpool.h): no malloc, no
+ * blocking lock, no daemon.  A handler that interrupts the shim itself
+ * finds the re-entry guard raised and goes straight to libc.
  *
  * Fork: the per-fd state is inherited with the fds (the same streams); a
  * child never makes a final drop at close() for an inherited fd.  vfork
@@ -29,7 +31,8 @@
 
 #include "shim.h"
 
-/* Resolves the real functions and reads MADVSEQ_DONTCACHE (from init). */
+/* Reads MADVSEQ_DONTCACHE and turns the read path on (from init, after
+ * msq_real_resolve()). */
 void msq_readpath_init(void) MSQ_HIDDEN;
 /* The mode the daemon's policy for this cgroup asks for (read = key). */
 void msq_readpath_set_mode(enum msq_read_mode m) MSQ_HIDDEN;

@@ -8,6 +8,7 @@
 #include <urcu/urcu-bp.h>
 
 #include "../common/fault.h"
+#include "locks.h"
 #include "shim.h"
 
 struct entry {
@@ -438,27 +439,32 @@ void msq_regions_clear(void (*retire)(struct msq_region *part, void *arg), void 
 	free(t);
 }
 
-void msq_regions_atfork_prepare(void)
+bool msq_regions_atfork_prepare(void)
 {
-	pthread_mutex_lock(&g_lock);
+	bool locked = msq_lock_bounded(&g_lock, MSQ_FORK_LOCK_NS);
+
 	urcu_bp_before_fork();
+	return locked;
 }
 
-void msq_regions_atfork_parent(void)
+void msq_regions_atfork_parent(bool locked)
 {
 	urcu_bp_after_fork_parent();
-	pthread_mutex_unlock(&g_lock);
+	if (locked)
+		pthread_mutex_unlock(&g_lock);
 }
 
-void msq_regions_atfork_child(void)
+void msq_regions_atfork_child(bool locked)
 {
 	struct table *t = g_table;
 
 	urcu_bp_after_fork_child();
-	/* The child is single-threaded: no reader can hold the old table. */
+	/* The child is single-threaded: no reader can hold the old table.
+	 * Without the lock, a writer of the parent's may have been half-way
+	 * through a change: the child forgets the table without freeing. */
 	g_table = NULL;
 	msq_regions_published = NULL;
-	if (t) {
+	if (t && locked) {
 		for (size_t i = 0; i < t->n; i++)
 			region_free(t->e[i].r);
 		free(t);

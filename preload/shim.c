@@ -17,9 +17,13 @@
 
 #include "../common/config.h"
 #include "../common/kernel_switch.h"
+#include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine.h"
+#include "locks.h"
 #include "readpath.h"
+#include "real.h"
+#include "regions.h"
 #include "track.h"
 
 struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT };
@@ -59,9 +63,9 @@ static void vlog(const char *fmt, va_list ap)
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	/* write(2), not stdio: no locks, no buffers shared with the program. */
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return;
+	/* The raw syscall, not stdio (no locks, no buffers shared with the
+	 * program) nor the library's own write wrapper. */
+	msq_sys_write_all(STDERR_FILENO, buf, (size_t)n);
 }
 
 void msq_warn(const char *fmt, ...)
@@ -130,32 +134,38 @@ static void read_config(void)
 	msq_cfg.kernel_covers = msq_kernel_dropbehind_state(v && *v ? v : "/proc") == 1;
 }
 
+/* Which locks the prepare handler got: bounded tries, since fork may be
+ * called from a signal handler that interrupted their holder. */
+static bool g_fork_table, g_fork_client;
+
 static void atfork_prepare(void)
 {
-	msq_regions_atfork_prepare();
+	g_fork_table = msq_regions_atfork_prepare();
+	g_fork_client = msq_daemon_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
-	msq_regions_atfork_parent();
+	msq_daemon_atfork_parent(g_fork_client);
+	msq_regions_atfork_parent(g_fork_table);
 }
 
 static void atfork_child(void)
 {
 	g_owner = getpid();
-	msq_regions_atfork_child();
+	msq_regions_atfork_child(g_fork_table);
 	msq_engine_atfork_child();
-	msq_daemon_atfork_child();
+	msq_daemon_atfork_child(g_fork_client);
 	msq_readpath_atfork_child();
 }
 
 static void program_name(char *buf, size_t len)
 {
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	int fd = msq_sys_open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? msq_sys_read(fd, buf, len - 1) : -1;
 
 	if (fd >= 0)
-		close(fd);
+		msq_sys_close(fd);
 	if (n <= 0)
 		n = 0;
 	buf[n] = '\0';
@@ -170,7 +180,7 @@ static void init(void)
 	g_owner = getpid();
 	read_config();
 	msq_daemon_init();
-	msq_interpose_resolve();
+	msq_real_resolve();
 	msq_readpath_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (msq_cfg.debug) {
@@ -185,6 +195,11 @@ static void init(void)
 				  : "");
 	}
 	msq_guard--;
+}
+
+bool msq_shim_initialised(void)
+{
+	return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == INIT_READY;
 }
 
 bool msq_shim_ready(void)
@@ -218,8 +233,10 @@ __attribute__((constructor)) static void shim_constructor(void)
 __attribute__((destructor)) static void shim_destructor(void)
 {
 	/* A vfork child calling exit() runs this on its parent's memory; a
-	 * fork child has its own (empty unless it tracked regions itself). */
-	if (!msq_shim_ready() || !msq_is_owner())
+	 * fork child has its own (empty unless it tracked regions itself).
+	 * exit() from a signal handler that interrupted the shim (guard
+	 * raised) leaves everything as it is. */
+	if (!msq_shim_initialised() || msq_guard || !msq_is_owner())
 		return;
 	msq_guard++;
 	msq_engine_shutdown();

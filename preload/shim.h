@@ -12,9 +12,13 @@
  * The program sees exactly what it would without the shim.
  *
  * Fork: pthread_atfork handlers keep the shim's locks and liburcu
- * consistent; a child starts with no tracked regions (it "has its own
- * state") and never acts on the parent's.  vfork children share the
- * parent's memory, so slow paths check msq_is_owner() before acting.
+ * consistent (locks.h); a child starts with no tracked regions (it "has
+ * its own state") and never acts on the parent's.  vfork children share
+ * the parent's memory: every slow path checks msq_is_owner() first and
+ * passes the call through untouched in a vfork child.
+ *
+ * The library's own I/O uses the raw syscalls of common/sys.h, never the
+ * libc names it exports; the wrappers reach libc through real.h.
  */
 #ifndef MSQ_SHIM_H
 #define MSQ_SHIM_H
@@ -46,6 +50,8 @@ extern __thread int msq_guard MSQ_TLS MSQ_HIDDEN;
 /* True once initialised and enabled; initialises on first call.  False
  * while initialisation is under way (re-entry from dlsym or malloc). */
 bool msq_shim_ready(void) MSQ_HIDDEN;
+/* True once initialised and enabled; never initialises (for _exit). */
+bool msq_shim_initialised(void) MSQ_HIDDEN;
 /* dlsym(RTLD_NEXT, name), called only from msq_shim_ready(). */
 void *msq_next_symbol(const char *name) MSQ_HIDDEN;
 /* False in a vfork child running on its parent's memory. */
@@ -64,10 +70,11 @@ static inline void msq_restore_errno(int *e) { errno = *e; }
 #define MSQ_ENTER() (msq_guard++)
 #define MSQ_LEAVE() (msq_guard--)
 
-/* Hooks other parts of the shim register for fork (child side). */
-void msq_regions_atfork_child(void) MSQ_HIDDEN;
+/* Fork hooks of the other parts of the shim (locks.h: bounded tries;
+ * locked: whether the prepare handler got the lock). */
+bool msq_regions_atfork_prepare(void) MSQ_HIDDEN;
+void msq_regions_atfork_parent(bool locked) MSQ_HIDDEN;
+void msq_regions_atfork_child(bool locked) MSQ_HIDDEN;
 void msq_engine_atfork_child(void) MSQ_HIDDEN;
-void msq_regions_atfork_prepare(void) MSQ_HIDDEN;
-void msq_regions_atfork_parent(void) MSQ_HIDDEN;
 
 #endif

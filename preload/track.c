@@ -155,27 +155,90 @@ void msq_track_unlock(void)
 	msq_regions_unlock();
 }
 
-static void retire_quietly(struct msq_region *part, void *arg)
+/* What leaves the table in one change: the parts the daemon managed. */
+struct gone {
+	bool flush;
+	bool delegated;
+};
+
+static void retire(struct msq_region *part, void *arg)
 {
-	(void)arg;
-	msq_engine_account(part);
+	struct gone *g = arg;
+
+	/* Delegated parts are the daemon's to drop (msq_daemon_forget). */
+	if (part->delegated && msq_daemon_ready())
+		g->delegated = true;
+	if (g->flush)
+		msq_engine_retire(part, NULL);
+	else
+		msq_engine_account(part);
 }
 
-void msq_track_forget_locked(uint64_t start, uint64_t end, bool flush)
+/* Locked: takes [start, end) out of the table. */
+static bool remove_locked(uint64_t start, uint64_t end, bool flush)
 {
-	void (*retire)(struct msq_region *, void *) = flush ? msq_engine_retire : retire_quietly;
+	struct gone g = { .flush = flush };
 
-	msq_daemon_forget_locked(start, end, flush);
-	if (msq_regions_remove(start, end, retire, NULL) < 0)
+	if (msq_regions_remove(start, end, retire, &g) < 0)
 		/* Out of memory: a stale entry could aim the engine at whatever
 		 * is mapped there next, so stop tracking everything instead. */
-		msq_regions_clear(retire, NULL);
+		msq_regions_clear(retire, &g);
+	return g.delegated;
 }
 
-void msq_track_moved(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
-		     bool keep_old)
+void msq_track_forget(uint64_t start, uint64_t end, bool flush)
 {
-	msq_daemon_forget_locked(old, old + old_len, false);
+	msq_track_lock();
+	remove_locked(start, end, flush);
+	msq_track_unlock();
+	/* Outside the table lock: a final unregister waits for the daemon. */
+	msq_daemon_forget(start, end, flush);
+}
+
+void msq_track_moved_locked(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
+			    bool keep_old)
+{
+	struct gone g = { .flush = false };
+
+	/* A non-final unregister: sent without waiting for the answer. */
+	msq_daemon_forget(old, old + old_len, false);
 	if (msq_regions_move(old, old_len, new_addr, new_len, keep_old) < 0)
-		msq_regions_clear(retire_quietly, NULL);
+		msq_regions_clear(retire, &g);
+}
+
+void msq_track_writable(uint64_t start, uint64_t end)
+{
+	struct msq_range parts[8];
+	size_t n = 0;
+	bool more = true;
+
+	/* Private parts only: copy-on-write data may appear in them once
+	 * writable, and MADV_DONTNEED would discard it.  A few at a time. */
+	while (more) {
+		msq_track_lock();
+		n = 0;
+		more = false;
+		for (size_t i = 0;; i++) {
+			struct msq_region *r = msq_regions_at(i);
+
+			if (!r)
+				break;
+			if (r->s.shared || r->s.end <= start || r->s.start >= end)
+				continue;
+			if (n == sizeof(parts) / sizeof(parts[0])) {
+				more = true;
+				break;
+			}
+			parts[n++] = (struct msq_range){ r->s.start > start ? r->s.start : start,
+							 r->s.end < end ? r->s.end : end };
+		}
+		for (size_t i = 0; i < n; i++) {
+			remove_locked(parts[i].start, parts[i].end, false);
+			msq_debug("%#llx-%#llx made writable: no longer tracked (private mapping)",
+				  (unsigned long long)parts[i].start, (unsigned long long)parts[i].end);
+		}
+		msq_track_unlock();
+		for (size_t i = 0; i < n; i++)
+			msq_daemon_forget(parts[i].start, parts[i].end, false);
+	}
 }

@@ -18,13 +18,17 @@ void msq_track_sequential(uint64_t start, uint64_t end) MSQ_HIDDEN;
 
 void msq_track_lock(void) MSQ_HIDDEN;
 void msq_track_unlock(void) MSQ_HIDDEN;
-/* Locked: [start, end) is going away (flush: drop its pages first). */
-void msq_track_forget_locked(uint64_t start, uint64_t end, bool flush) MSQ_HIDDEN;
+/* Not locked: [start, end) is going away (munmap, MAP_FIXED; flush: drop
+ * its pages first, the daemon's regions through the daemon) or is no
+ * longer read as a stream (MADV_NORMAL/RANDOM).  Takes the table lock,
+ * then waits for the daemon's final drop with no lock held. */
+void msq_track_forget(uint64_t start, uint64_t end, bool flush) MSQ_HIDDEN;
 /* Locked: a successful mremap. */
-void msq_track_moved(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
-		     bool keep_old) MSQ_HIDDEN;
-
-/* Resolves the real mapping functions (called once, from init). */
-void msq_interpose_resolve(void) MSQ_HIDDEN;
+void msq_track_moved_locked(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
+			    bool keep_old) MSQ_HIDDEN;
+/* Not locked, before the program makes [start, end) writable (mprotect):
+ * private parts are untracked first, so that no MADV_DONTNEED can follow
+ * a write there. */
+void msq_track_writable(uint64_t start, uint64_t end) MSQ_HIDDEN;
 
 #endif

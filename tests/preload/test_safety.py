@@ -13,7 +13,8 @@ import sys
 
 from msqtest import Workdir, check, done, library, plain_env, run, shim_env
 
-WRAPPERS = {"mmap", "mmap64", "munmap", "mremap", "madvise", "posix_madvise", "_exit", "_Exit"}
+WRAPPERS = {"mmap", "mmap64", "munmap", "mremap", "mprotect", "pkey_mprotect", "madvise", "posix_madvise",
+            "_exit", "_Exit"}
 
 
 def main():
@@ -68,7 +69,7 @@ def main():
                                  text=True).stdout
             syms = set(re.findall(r"^\S+ [TWi] (\S+)$", out, re.M))
             extra = {s for s in syms if not re.match(
-                r"^(mmap|mmap64|munmap|mremap|madvise|posix_madvise|_exit|_Exit|.*read.*|.*write.*|"
+                r"^(mmap|mmap64|munmap|mremap|mprotect|pkey_mprotect|madvise|posix_madvise|_exit|_Exit|.*read.*|.*write.*|"
                 r"posix_fadvise(64)?|fclose|close|close_range|dup[23]?|fcntl(64)?|sendfile(64)?|"
                 r"copy_file_range|__.*_chk)$", s)}
             print("exported:", sorted(syms))
