@@ -17,12 +17,12 @@
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 
-from msqtest import M, Workdir, check, done, shim_env, skip, warm
+from msqdaemon import Daemon, available
+from msqtest import M, Workdir, check, done, shim_env, warm
 
 LIMIT = 1.0    # seconds from the _exit call to the process's end
 TIMEOUT = 10.0
@@ -70,50 +70,6 @@ def verdict(what, r, stats=None, stats_required=True):
             os.unlink(stats)
 
 
-class Daemon:
-    """A real madvseqd on a private socket (stopped by stop())."""
-
-    def __init__(self, d, sock):
-        exe = os.environ.get("MADVSEQD")
-        if not exe or not os.path.exists(exe):
-            skip("MADVSEQD does not name the built daemon")
-        conf = os.path.join(d, "madvseqd.conf")
-        with open(conf, "w") as f:
-            f.write("[/*]\nmode = pageout\n")
-        self.log = open(os.path.join(d, "madvseqd.log"), "w")
-        env = dict(os.environ)
-        env.pop("LD_PRELOAD", None)
-        self.p = subprocess.Popen([exe, "-s", sock, "-c", conf, "-l", "debug"], env=env,
-                                  stdout=self.log, stderr=self.log)
-        for _ in range(400):
-            if self.p.poll() is not None:
-                break
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-                    s.connect(sock)
-                return
-            except OSError:
-                try:
-                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                        s.connect(sock)
-                    return
-                except OSError:
-                    time.sleep(0.025)
-        self.stop()
-        print(open(self.log.name).read())
-        sys.exit("FAIL: the daemon did not start")
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.log.close()
-
-
 def main():
     what, exe = sys.argv[1], sys.argv[2]
     with Workdir("exit-" + what) as wd:
@@ -135,14 +91,11 @@ def main():
                             verdict(label, run([exe, "map", data], shim_env(**extra)),
                                     stats if with_stats else None)
             combos("no daemon")
-            if os.geteuid() != 0:
-                print("not root: no run with a real daemon")
+            if not available():
+                print("no run with a real daemon (needs root and MADVSEQD)")
             else:
-                d = Daemon(wd.path, sock)
-                try:
+                with Daemon(wd.path, sock):
                     combos("madvseqd listening")
-                finally:
-                    d.stop()
         elif what == "signal":
             for i in range(5):
                 verdict("_exit from a signal handler, run %d" % (i + 1),
