@@ -18,8 +18,8 @@ from msqdaemon import Daemon, available
 from msqtest import M, Workdir, check, done, plain_env, shim_env, warm
 
 # Starts reading (the shim classifies the file, may connect to the
-# daemon), closes every descriptor from 3 up, opens its output first (the
-# lowest free number: one the shim may have held), reads on.
+# daemon), closes every descriptor from 3 up, opens its output and puts
+# it on every number up to 1023 (the shim's among them), reads on.
 PY_READ = r"""
 import hashlib, os, sys
 first = os.open(sys.argv[1], os.O_RDONLY)   # (no file object: it would close its number later)
@@ -29,6 +29,8 @@ for _ in range(8):
     h.update(os.read(first, 1 << 20))
 os.closerange(3, 1024)
 o = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for n in range(o + 1, 1024):   # every number the shim held: now the output
+    os.dup2(o, n)
 f = open(sys.argv[1], "rb")
 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
 f.seek(8 << 20)
@@ -39,6 +41,7 @@ while True:
     h.update(b)
 print(h.hexdigest(), f.tell())
 f.close()
+os.closerange(o + 1, 1024)
 os.write(o, h.digest() * 1000)
 os.close(o)
 sys.exit(5)
@@ -69,7 +72,8 @@ os._exit(3)
 """
 
 # Streams half a mapping (the engine starts, opens what it needs), closes
-# every descriptor from 3 up, opens files of its own, streams the rest.
+# every descriptor from 3 up, puts its output on every number up to 1023,
+# opens the file again, streams the rest.
 PY_MMAP = r"""
 import hashlib, mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -82,12 +86,16 @@ for off in range(0, half, 1 << 20):
 time.sleep(0.1)
 os.closerange(3, 1024)
 o = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for n in range(o + 1, 1024):   # every number the shim held: now the output
+    os.dup2(o, n)
+os.close(o + 1)
 again = os.open(sys.argv[1], os.O_RDONLY)
 for off in range(half, len(m), 1 << 20):
     h.update(m[off:off + (1 << 20)])
 time.sleep(0.1)
 h.update(os.pread(again, 4096, 0))
 os.close(again)
+os.closerange(o + 1, 1024)
 os.write(o, h.hexdigest().encode())
 os.close(o)
 print(h.hexdigest())
