@@ -397,6 +397,19 @@ static ssize_t call_cfr(int in, int64_t *in_off, int out, int64_t *out_off, size
 }
 
 /*
+ * Reads the program's offset *p without trusting the pointer (the kernel
+ * answers a bad one with EFAULT; the shim must not fault first): false if
+ * it cannot be read.
+ */
+static bool read_offset(const int64_t *p, int64_t *v)
+{
+	struct iovec local = { v, sizeof(*v) }, remote = { (void *)p, sizeof(*v) };
+
+	return MSQ_SYSCALL(SYS_process_vm_readv, msq_sys_getpid(), &local, 1, &remote, 1, 0) ==
+	       (long)sizeof(*v);
+}
+
+/*
  * Whether a copy of n bytes may be made in pieces with the one call's
  * result.  Both ends regular files of different inodes (a copy within
  * one file may overlap, which the kernel refuses whole: EINVAL), offsets
@@ -421,15 +434,19 @@ static bool may_split(int in, const int64_t *in_off, int out, const int64_t *out
 	if (!is_sendfile && (!S_ISREG(so.st_mode) || fstatfs(out, &fs) < 0 ||
 			     (fs.f_type != EXT4_MAGIC && fs.f_type != TMPFS_MAGIC)))
 		return false;
-	ipos = in_off ? *in_off : msq_sys_lseek(in, 0, SEEK_CUR);
-	opos = out_off ? *out_off : is_sendfile ? 0 : msq_sys_lseek(out, 0, SEEK_CUR);
+	if (in_off ? !read_offset(in_off, &ipos) : (ipos = msq_sys_lseek(in, 0, SEEK_CUR)) < 0)
+		return false;
+	if (out_off ? !read_offset(out_off, &opos)
+		    : (opos = is_sendfile ? 0 : msq_sys_lseek(out, 0, SEEK_CUR)) < 0)
+		return false;
 	if (ipos < 0 || opos < 0)
 		return false;
 	return (uint64_t)ipos + n >= (uint64_t)ipos && (uint64_t)ipos + n <= INT64_MAX &&
 	       (uint64_t)opos + n <= INT64_MAX;
 }
 
-/* One piece after another; out_fd < 0: sendfile (out is not a file). */
+/* One piece after another; out_fd < 0: sendfile (out is not a file).
+ * The offsets were read by may_split: the pointers are valid. */
 static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
 			   unsigned fl, bool is_sendfile)
 {
@@ -459,20 +476,20 @@ static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, s
 	return total;
 }
 
-/* The whole call, then the bookkeeping of what it moved. */
+/* The whole call, then the bookkeeping of what it moved.  The offsets
+ * are read only after the kernel accepted (and advanced) them. */
 static ssize_t copy_whole(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
 			  unsigned fl, bool is_sendfile)
 {
-	int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
 	ssize_t rc;
 
 	copy_classify(in, is_sendfile ? -1 : out);
 	rc = is_sendfile ? call_sendfile(out, in, in_off, n) : call_cfr(in, in_off, out, out_off, n, fl);
 	if (rc > 0) {
 		MSQ_PROTECT_ERRNO;
-		msq_fds_after(in, is, (uint64_t)rc, false);
+		msq_fds_after(in, in_off ? *in_off - rc : -1, (uint64_t)rc, false);
 		if (!is_sendfile)
-			msq_fds_after(out, os, (uint64_t)rc, true);
+			msq_fds_after(out, out_off ? *out_off - rc : -1, (uint64_t)rc, true);
 	}
 	return rc;
 }
