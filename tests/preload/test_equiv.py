@@ -68,10 +68,13 @@ def main():
                          if (want[k] if k < len(want) else None) != (got[k] if k < len(got) else None)]
                 total[label][0] += len(want)
                 total[label][1] += len(diffs)
-                for a, b in diffs[:12]:
-                    print("  %s, %s\n    without: %s\n    with:    %s" % (group, label, a, b))
-                if len(diffs) > 12:
-                    print("  %s, %s: %d more lines differ" % (group, label, len(diffs) - 12))
+                missing = [a for a, b in diffs if b == "<missing>"]
+                for a, b in diffs:
+                    if b != "<missing>":
+                        print("  %s, %s\n    without: %s\n    with:    %s" % (group, label, a, b))
+                if missing:
+                    print("  %s, %s: %d lines missing (the program ended early), from:\n    %s"
+                          % (group, label, len(missing), "\n    ".join(missing)))
                 if p.returncode != 0 or p.stderr.strip():
                     print("  %s, %s: %s, stderr:\n%s" % (group, label, status(p.returncode),
                                                          p.stderr[-2000:]))

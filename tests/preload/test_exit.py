@@ -47,6 +47,10 @@ def run(cmd, env):
 
 def verdict(what, r, stats=None, stats_required=True):
     rc, exit_s, total, out, err, pid = r
+    text = None
+    if stats and os.path.exists(stats):
+        text = open(stats).read()
+        os.unlink(stats)  # (the next run starts without one, even after this one hung)
     print("%-44s rc=%s exit=%s total=%.3fs" % (what, rc, "%.3fs" % exit_s if exit_s is not None
                                                  else "-", total), flush=True)
     if rc is None:
@@ -60,14 +64,11 @@ def verdict(what, r, stats=None, stats_required=True):
     if rc != 0 and err:
         print(err[-2000:])
     if stats:
-        text = open(stats).read() if os.path.exists(stats) else None
         if stats_required:
             check(text is not None and ("pid=%d\n" % pid) in text,
                   "%s: the stats file exists and names pid %d" % (what, pid))
         elif text is not None:
             check(("pid=%d\n" % pid) in text, "%s: the stats file names pid %d" % (what, pid))
-        if os.path.exists(stats):
-            os.unlink(stats)
 
 
 def main():
