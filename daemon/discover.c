@@ -28,12 +28,12 @@
 #include "../common/fault.h"
 #include "../common/maps.h"
 #include "../common/sys.h"
+#include "client.h"
 #include "daemon.h"
+#include "discover.h"
 #include "log.h"
+#include "regions.h"
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
 #define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
@@ -219,7 +219,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	snprintf(file, sizeof(file), "%s/%d/smaps", d->proc_root, (int)pid);
 	if (MSQ_FAULT("madvseq/daemon/proc/smaps") || slurp(file, &text, &len) < 0)
 		return 0;
-	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+	if (!msqd_pidfd_alive(pidfd))
 		return 0;
 	n = parse_smaps(text, v, MAX_SR);
 	if (!c && n) {

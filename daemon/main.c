@@ -20,20 +20,18 @@
 #include <madvseq/protocol.h>
 
 #include "../common/kernel_switch.h"
+#include "client.h"
+#include "cycle.h"
 #include "daemon.h"
+#include "discover.h"
+#include "exitdrop.h"
 #include "log.h"
+#include "refs.h"
+#include "server.h"
 
 #define DEFAULT_CONFIG "/etc/madvseq/madvseqd.conf"
 /* Time given to exit drops per turn of the event loop. */
 #define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
-
-uint64_t msqd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {

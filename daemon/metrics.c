@@ -15,6 +15,9 @@
 #include "../common/config.h"
 #include "../common/kernel_switch.h"
 #include "daemon.h"
+#include "cycle.h"
+#include "metrics.h"
+#include "refs.h"
 
 struct out {
 	char *buf;

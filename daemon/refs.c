@@ -33,6 +33,7 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "daemon.h"
+#include "refs.h"
 #include "log.h"
 
 #define KPF_REFERENCED 2

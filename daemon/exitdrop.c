@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Exit drops: a client that exited (no library, or killed by a signal)
+ * with regions still managed left their pages cached.  Each such region
+ * goes to a queue; from there what it left cached, less what was cached
+ * before and what others use, is dropped through the file
+ * (POSIX_FADV_DONTNEED), a slice of time at a time between events so that
+ * a thousand programs exiting at once do not stop the daemon.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/sys.h"
+#include "daemon.h"
+#include "exitdrop.h"
+#include "log.h"
+#include "refs.h"
+#include "regions.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/*
+ * An orphaned region's window, mapped by the daemon at m: the pages cached
+ * there, less those cached before the stream and those in use elsewhere,
+ * are added to o->files (file offsets) for fadvise(DONTNEED), which itself
+ * leaves pages mapped by other processes, dirty or under writeback.  The
+ * kpageflags check needs page frames, so the cached runs are faulted into
+ * the daemon's own mapping (MADV_POPULATE_READ on cached pages reads
+ * nothing).  Populating may mark a page accessed: the check then errs
+ * towards keeping it.
+ */
+struct orphan {
+	struct msqd *d;
+	struct msqd_cg *cg;
+	const struct msq_stream *s;
+	struct msq_engine *own;
+	struct msq_extents *files;
+};
+
+static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const unsigned char *vec,
+			 void *arg)
+{
+	struct orphan *o = arg;
+	uint64_t base = (uint64_t)(uintptr_t)m;
+	struct msq_extents drop = MSQ_EXTENTS_INIT;
+	struct msq_stream view;
+	int rc = msqd_add_cached_runs(vec, a, len, &o->s->precached, base - a, &drop);
+
+	if (rc == 0 && o->own->filter && drop.n) {
+		struct msq_extents unseen = MSQ_EXTENTS_INIT;
+
+		/* A run that cannot be looked at is kept. */
+		for (size_t i = 0; i < drop.n && rc == 0; i++)
+			if (msq_sys_madvise((void *)(uintptr_t)drop.v[i].start,
+					    (size_t)(drop.v[i].end - drop.v[i].start), MADV_POPULATE_READ) < 0)
+				rc = msq_extents_add(&unseen, drop.v[i].start, drop.v[i].end);
+		for (size_t i = 0; i < unseen.n && rc == 0; i++)
+			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
+		msq_extents_free(&unseen);
+		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
+		o->d->cur_cg = o->cg;
+		if (rc == 0)
+			rc = o->own->filter(o->own, &view, &drop, o->own->filter_arg);
+		o->d->cur_cg = NULL;
+		msq_extents_free(&view.kept);
+	}
+	for (size_t i = 0; i < drop.n && rc == 0; i++)
+		rc = msq_extents_add(o->files, foff + (drop.v[i].start - base),
+				     foff + (drop.v[i].end - base));
+	msq_extents_free(&drop);
+	return rc;
+}
+
+/* What an exited client's region r left cached, through the file.
+ * Returns bytes dropped. */
+static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_region *r)
+{
+	const struct msq_stream *s = &r->s;
+	struct msq_extents files = MSQ_EXTENTS_INIT;
+	struct msq_engine own;
+	struct orphan o = { d, g, s, &own, &files };
+	struct stat st;
+	uint64_t dropped = 0;
+	bool opened;
+	int fd;
+
+	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !msqd_gate_open(d, g) ||
+	    (d->kernel_state == 1 && r->kernel_fs) || !s->precached_known)
+		return 0;
+	/* All of it was cached before: nothing there is the stream's (and a
+	 * thousand clients of one file exiting at once cost nothing). */
+	if (msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
+		return 0;
+	if ((fd = msqd_region_file(r, &st, &opened)) < 0)
+		return 0;
+	/* The strong-reference check, on the daemon's own mapping. */
+	msq_engine_init(&own, -1, 0);
+	if (g->pol->strong_refs && d->refs_ok) {
+		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0) {
+			if (opened)
+				close(fd);
+			return 0; /* cannot check: keep it all */
+		}
+		own.filter = msqd_refs_filter;
+		own.filter_arg = d;
+	}
+	/* What the windows found goes once they are unmapped (fadvise leaves
+	 * mapped pages alone), even if a later window failed. */
+	msqd_each_cached_window(fd, &st, s, orphan_window, &o);
+	for (size_t j = 0; j < files.n; j++)
+		if (syscall(SYS_fadvise64, fd, (off_t)files.v[j].start,
+			    (off_t)(files.v[j].end - files.v[j].start), POSIX_FADV_DONTNEED) == 0)
+			dropped += files.v[j].end - files.v[j].start;
+	msq_extents_free(&files);
+	msq_pagemap_close(&own.pm);
+	msq_engine_free(&own);
+	if (opened)
+		close(fd);
+	g->dropped += dropped;
+	d->dropped_total += dropped;
+	return dropped;
+}
+
+void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
+{
+	struct msqd_leftover *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		msqd_region_remove(d, c, i); /* and its pages stay: nothing worse */
+		return;
+	}
+	*l = (struct msqd_leftover){ .cg = c->cg, .pid = c->pid };
+	l->r = msqd_region_detach(d, c, i);
+	if (!d->leftovers)
+		d->leftovers_tail = &d->leftovers;
+	*d->leftovers_tail = l;
+	d->leftovers_tail = &l->next;
+	d->nleftovers++;
+}
+
+void msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
+{
+	uint64_t t0 = msqd_now_ns();
+
+	while (d->leftovers) {
+		struct msqd_leftover *l = d->leftovers;
+		uint64_t n;
+
+		d->now_ns = msqd_now_ns();
+		if (d->now_ns - t0 >= budget_ns)
+			break;
+		d->leftovers = l->next;
+		d->nleftovers--;
+		n = exit_drop(d, l->cg, l->r);
+		log_debug("pid %d (exited): %llu KiB of what its region %#llx left cached dropped",
+			  (int)l->pid, (unsigned long long)(n >> 10), (unsigned long long)l->r->s.start);
+		msqd_region_free(d, l->r);
+		free(l);
+	}
+}
