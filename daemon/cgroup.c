@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
@@ -269,4 +270,40 @@ bool msqd_gate_open(struct msqd *d, struct msqd_cg *g)
 		log_debug("cgroup %s: pressure gate %s", g->path, open ? "open" : "closed");
 	g->gate_open = open;
 	return open;
+}
+
+/*
+ * Forgets cgroups that were removed (rmdir) and that nothing refers to
+ * any more: no client, no region, no queued exit drop.  Hosts that make
+ * a cgroup per job would otherwise grow the list, and the status, for
+ * good.  Looked at once per REAP_NS.
+ */
+#define REAP_NS (UINT64_C(1000) * 1000 * 1000)
+
+void msqd_cg_reap(struct msqd *d)
+{
+	char dir[4096];
+	struct stat st;
+
+	if (d->now_ns - d->cg_reaped_ns < REAP_NS)
+		return;
+	d->cg_reaped_ns = d->now_ns;
+	for (struct msqd_cg **pp = &d->cgs, *g; (g = *pp);) {
+		if (g->clients || g->regions || g->leftovers || g == d->cur_cg) {
+			pp = &g->next;
+			continue;
+		}
+		msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+		if (stat(dir, &st) == 0 || errno != ENOENT) {
+			pp = &g->next;
+			continue;
+		}
+		log_debug("cgroup %s: removed; forgetting it", g->path);
+		*pp = g->next;
+		if (g->intake.fd >= 0)
+			close(g->intake.fd);
+		free(g->path);
+		free(g);
+		d->cgs_freed++;
+	}
 }

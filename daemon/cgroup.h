@@ -75,5 +75,7 @@ void msqd_cg_reresolve(struct msqd *d);
 bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr);
 /* The gate of g now (pressure read again at most once a second). */
 bool msqd_gate_open(struct msqd *d, struct msqd_cg *g);
+/* Frees the records of removed cgroups nothing refers to (once a second). */
+void msqd_cg_reap(struct msqd *d);
 
 #endif

@@ -6,6 +6,8 @@
 #ifndef MSQD_CLIENT_H
 #define MSQD_CLIENT_H
 
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 struct msqd;
@@ -18,8 +20,19 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c);
  * once it has exited (or after a short wait). */
 void msqd_client_closing(struct msqd *d, struct msqd_client *c);
 void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why);
-/* The peer of socket fd as a pidfd, with its pid and uid, from the kernel
- * only.  Returns the pidfd or -errno. */
-int msqd_peer_pidfd(int fd, pid_t *pid, uid_t *uid);
+/* The process of cr (the socket fd's SO_PEERCRED) as a pidfd, from the
+ * kernel only.  Returns the pidfd or -errno. */
+int msqd_peer_pidfd(const char *proc_root, int fd, const struct ucred *cr);
+/* Real, effective and saved uids of pid (any may be NULL but r).  0 or
+ * -errno. */
+int msqd_proc_uids(const char *proc_root, pid_t pid, uid_t *r, uid_t *e, uid_t *s);
+/* Whether the client's process still has the address space it had at
+ * HELLO (no exec since). */
+bool msqd_client_same_mm(const struct msqd_client *c);
+/* Whether the client may have the daemon act on its process now (see
+ * client.c).  0, -EPERM or -ESRCH. */
+int msqd_client_may_act(struct msqd *d, struct msqd_client *c);
+/* Takes the client's rights away for good (its regions go undropped). */
+void msqd_client_deny(struct msqd *d, struct msqd_client *c, const char *why);
 
 #endif

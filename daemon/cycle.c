@@ -19,6 +19,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "refs.h"
+#include "regions.h"
 
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 /* Aim for about this much to drop per cycle while streams run (as the
@@ -117,7 +118,10 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	struct msq_stream part;
 	int64_t rc;
 
+	/* (A snapshot still being taken: what is left of it, now, within the
+	 * walk budget; else nothing is dropped.) */
 	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg) ||
+	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->conf.walk_budget_ns) ||
 	    (d->kernel_state == 1 && r->kernel_fs))
 		return 0;
 	if (start < r->s.start)
@@ -189,6 +193,19 @@ uint64_t msqd_cycle(struct msqd *d)
 				rechecks++;
 			c->faults = known ? f : UINT64_MAX;
 		}
+		/* Before acting: the address space is still the one the
+		 * client's rights were checked for (client.c). */
+		if (!msqd_client_same_mm(c)) {
+			int rc = msqd_client_may_act(d, c);
+
+			if (rc == -EPERM && c->fd < 0)
+				msqd_client_drop(d, c, "exec'd (found again by the next scan)");
+			else if (rc == -EPERM)
+				msqd_client_deny(d, c, "exec'd since HELLO");
+			else if (rc < 0)
+				address_space_gone(d, c);
+			continue;
+		}
 		c->full_ns = d->now_ns;
 		c->busy = false;
 		engine_for_policy(d, c);
@@ -201,6 +218,8 @@ uint64_t msqd_cycle(struct msqd *d)
 				left_to_kernel++;
 				continue;
 			}
+			if (c->r[i]->snapping)
+				continue; /* what was cached before is not known yet */
 			rc = cycle_region(d, c, s, false);
 			if (s->st.dropped != before || rc < 0)
 				c->busy = true;

@@ -38,6 +38,11 @@ struct msqd_region {
 	uint64_t id;   /* the client's id; discovery: 0 */
 	bool seen;     /* discovery: found again in this scan */
 	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
+	size_t mem;     /* the daemon's bookkeeping for it, as counted at registration */
+	uint64_t vma_lo, vma_hi; /* the mapping it starts in (/proc/PID/map_files name) */
+	bool snapping;  /* its snapshot is being taken: not acted on yet (regions.c) */
+	uint64_t snap_at; /* where the snapshot's walk goes on */
+	struct msq_extents snap_ahead; /* the client's own pages, kept out of the snapshot */
 };
 
 /* A region whose client exited while it was managed: what it left cached
@@ -48,6 +53,8 @@ struct msqd_leftover {
 	struct msqd_region *r;
 	struct msqd_cg *cg;
 	pid_t pid;
+	uint64_t at;      /* where its walk goes on (slices: exitdrop.c) */
+	uint64_t dropped;
 };
 
 /* Discovery's watch on a counter of pages coming into the page cache
@@ -70,6 +77,7 @@ struct msqd_cg {
 	const char *section;           /* winning section, NULL: built-in */
 	uint64_t dropped, kept_strong, kept_mapped;
 	unsigned clients, regions;
+	unsigned leftovers; /* exit drops queued with it */
 	bool gate_open;
 	uint64_t gate_checked_ns;
 	struct msqd_pressure pr;
@@ -89,6 +97,7 @@ struct msqd_client {
 	pid_t pid;
 	uid_t uid;
 	bool hello, ctl;
+	bool denied;          /* lost its rights (exec, credentials): refused from now on */
 	bool dead;           /* its address space is gone (process_madvise: ESRCH) */
 	uint64_t closing_ns; /* going (msqd_client_closing): dropped at this time, or when it exits */
 	bool counted; /* in nshim */
@@ -104,6 +113,8 @@ struct msqd_client {
 	bool busy;             /* the last cycle dropped something or failed */
 	struct msqd_region **r;
 	size_t nr, cap;
+	uint64_t bytes;        /* sum of its regions' lengths (max_client_bytes) */
+	size_t mem;            /* the daemon's bookkeeping for it (max_client_memory) */
 	uint64_t proto_errors;
 	struct msqd_watch wsock, wpid;
 	struct msqd_client *prev, *next;
@@ -128,6 +139,14 @@ struct msqd {
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
 	uint64_t proto_errors, refused_regions, discover_scans, discover_triggered;
+	uint64_t denied_clients;     /* clients refused for their rights (client.c) */
+	uint64_t refused_clients;    /* connections refused: limits, identity (server.c) */
+	bool limit_warned;
+	uint64_t discover_refused;   /* processes discovery left alone (max_discovered) */
+	bool discover_limit_warned;
+	uint64_t exit_drops_skipped; /* regions whose file was not held (exitdrop.c) */
+	unsigned nsnapping;          /* regions whose snapshot is being taken */
+	uint64_t cg_reaped_ns, cgs_freed; /* removed cgroups forgotten (cgroup.c) */
 	uint64_t next_watch_ns;
 	unsigned quiet_watches; /* looks in a row that saw the counters still */
 	struct msqd_intake disk_intake; /* the machine's reads from disk (/proc/vmstat pgpgin) */

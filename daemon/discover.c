@@ -198,6 +198,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	_cleanup_close_ int own_pidfd = -1;
 	size_t len, n;
 	unsigned added = 0;
+	bool over;
 	int pidfd;
 
 	if (msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout) < 0)
@@ -222,7 +223,18 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	if (!msqd_pidfd_alive(pidfd))
 		return 0;
 	n = parse_smaps(text, v, MAX_SR);
-	if (!c && n) {
+	over = !c && n && (d->ndiscovered >= d->conf.max_discovered ||
+			   d->nclients >= d->conf.max_clients);
+	if (over) {
+		/* (max_discovered: a flood of such processes costs the
+		 * daemon no more than that many clients) */
+		if (!d->discover_limit_warned)
+			log_warn("%u processes managed through discovery: leaving pid %d and more "
+				 "alone (max_discovered, max_clients)", d->ndiscovered, (int)pid);
+		d->discover_limit_warned = true;
+		d->discover_refused++;
+	}
+	if (!c && n && !over) {
 		c = msqd_client_new(d, -1, own_pidfd, pid, 0);
 		if (c) {
 			own_pidfd = -1;

@@ -78,42 +78,47 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 	return rc;
 }
 
-/* What an exited client's region r left cached, through the file.
- * Returns bytes dropped. */
-static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_region *r)
+/* What an exited client's region left cached, through the file it held,
+ * from l->at on until deadline_ns.  Returns whether it is done. */
+static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline_ns)
 {
+	const struct msqd_region *r = l->r;
+	struct msqd_cg *g = l->cg;
 	const struct msq_stream *s = &r->s;
 	struct msq_extents files = MSQ_EXTENTS_INIT;
 	struct msq_engine own;
 	struct orphan o = { d, g, s, &own, &files };
 	struct stat st;
 	uint64_t dropped = 0;
-	bool opened;
 	int fd;
 
 	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !msqd_gate_open(d, g) ||
 	    (d->kernel_state == 1 && r->kernel_fs) || !s->precached_known)
-		return 0;
+		return true;
 	/* All of it was cached before: nothing there is the stream's (and a
 	 * thousand clients of one file exiting at once cost nothing). */
 	if (msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
-		return 0;
-	if ((fd = msqd_region_file(r, &st, &opened)) < 0)
-		return 0;
+		return true;
+	if ((fd = msqd_region_file(r, &st)) < 0) {
+		/* No descriptor held (over the budget, or map_files failed):
+		 * the path is the client's to point anywhere, so it stays. */
+		d->exit_drops_skipped++;
+		log_debug("pid %d (exited): region %#llx has no file held; its pages stay",
+			  (int)l->pid, (unsigned long long)s->start);
+		return true;
+	}
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
 	if (g->pol->strong_refs && d->refs_ok) {
-		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0) {
-			if (opened)
-				close(fd);
-			return 0; /* cannot check: keep it all */
-		}
+		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0)
+			return true; /* cannot check: keep it all */
 		own.filter = msqd_refs_filter;
 		own.filter_arg = d;
 	}
 	/* What the windows found goes once they are unmapped (fadvise leaves
 	 * mapped pages alone), even if a later window failed. */
-	msqd_each_cached_window(fd, &st, s, orphan_window, &o);
+	if (msqd_each_cached_window(fd, &st, s, &l->at, deadline_ns, orphan_window, &o) < 0)
+		l->at = s->end;
 	for (size_t j = 0; j < files.n; j++)
 		if (syscall(SYS_fadvise64, fd, (off_t)files.v[j].start,
 			    (off_t)(files.v[j].end - files.v[j].start), POSIX_FADV_DONTNEED) == 0)
@@ -121,11 +126,10 @@ static uint64_t exit_drop(struct msqd *d, struct msqd_cg *g, const struct msqd_r
 	msq_extents_free(&files);
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
-	if (opened)
-		close(fd);
 	g->dropped += dropped;
 	d->dropped_total += dropped;
-	return dropped;
+	l->dropped += dropped;
+	return l->at >= s->end;
 }
 
 void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
@@ -138,6 +142,9 @@ void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
 	}
 	*l = (struct msqd_leftover){ .cg = c->cg, .pid = c->pid };
 	l->r = msqd_region_detach(d, c, i);
+	l->at = l->r->s.start;
+	if (l->cg)
+		l->cg->leftovers++;
 	if (!d->leftovers)
 		d->leftovers_tail = &d->leftovers;
 	*d->leftovers_tail = l;
@@ -145,22 +152,24 @@ void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
 	d->nleftovers++;
 }
 
-void msqd_exit_drops(struct msqd *d, uint64_t budget_ns)
+void msqd_exit_drops(struct msqd *d, uint64_t deadline_ns)
 {
-	uint64_t t0 = msqd_now_ns();
-
 	while (d->leftovers) {
 		struct msqd_leftover *l = d->leftovers;
-		uint64_t n;
 
 		d->now_ns = msqd_now_ns();
-		if (d->now_ns - t0 >= budget_ns)
+		if (d->now_ns >= deadline_ns)
+			break;
+		/* A long walk goes on next turn, where it stopped. */
+		if (!exit_drop(d, l, deadline_ns))
 			break;
 		d->leftovers = l->next;
 		d->nleftovers--;
-		n = exit_drop(d, l->cg, l->r);
 		log_debug("pid %d (exited): %llu KiB of what its region %#llx left cached dropped",
-			  (int)l->pid, (unsigned long long)(n >> 10), (unsigned long long)l->r->s.start);
+			  (int)l->pid, (unsigned long long)(l->dropped >> 10),
+			  (unsigned long long)l->r->s.start);
+		if (l->cg)
+			l->cg->leftovers--;
 		msqd_region_free(d, l->r);
 		free(l);
 	}

@@ -17,7 +17,8 @@ struct msqd_client;
  * where what it left cached goes through the file, as the final drop
  * would have taken it. */
 void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i);
-/* Runs queued exit drops for about budget_ns (at least one). */
-void msqd_exit_drops(struct msqd *d, uint64_t budget_ns);
+/* Goes on with queued exit drops until deadline_ns (UINT64_MAX: all),
+ * a window of a file at a time. */
+void msqd_exit_drops(struct msqd *d, uint64_t deadline_ns);
 
 #endif

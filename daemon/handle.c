@@ -21,16 +21,22 @@
 #include "server.h"
 #include "validate.h"
 
-#define MAX_REGIONS_PER_CLIENT 65536
+/* An action the client has no right to (any more): its regions go
+ * undropped, and the answer is EPERM. */
+static int refused(struct msqd *d, struct msqd_client *c, int rc)
+{
+	if (rc == -EPERM)
+		msqd_client_deny(d, c, "credentials or address space changed since HELLO");
+	return rc == -ESRCH ? -ESRCH : -EPERM;
+}
 
 static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m)
 {
 	struct msq_msg_welcome w = { 0 };
 	int rc;
 
-	if (m->flags & ~(MSQ_HELLO_SHIM | MSQ_HELLO_CTL) || m->pad ||
-	    !(m->flags & MSQ_HELLO_SHIM) == !(m->flags & MSQ_HELLO_CTL))
-		return -EINVAL;
+	if ((rc = msqd_valid_hello(m)) < 0)
+		return rc;
 	c->hello = true;
 	if (m->flags & MSQ_HELLO_CTL) {
 		/* Status names processes and cgroups: root or the daemon's user. */
@@ -58,13 +64,16 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_msg_register *m)
 {
 	struct msq_msg_result res = { .id = m->id };
+	int rc = msqd_valid_register(m);
 
-	if (m->flags & ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE | MSQ_REGION_SNAPSHOT))
-		return -EINVAL;
-	if (m->start % 4096 || m->length % 4096 || !m->length || m->start + m->length < m->start ||
-	    m->start + m->length > (UINT64_C(1) << 57) || m->offset % 4096)
-		res.status = -EINVAL;
-	else if (c->nr >= MAX_REGIONS_PER_CLIENT)
+	if (rc == -EBADMSG)
+		return rc;
+	if (rc < 0)
+		res.status = rc;
+	else if ((rc = msqd_client_may_act(d, c)) < 0)
+		res.status = refused(d, c, rc);
+	else if (c->nr >= d->conf.max_regions_per_client ||
+		 c->bytes + m->length > d->conf.max_client_bytes || c->mem >= d->conf.max_client_memory)
 		res.status = -ENOSPC;
 	else
 		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
@@ -83,12 +92,21 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq_msg_unregister *m)
 {
 	struct msq_msg_result res = { 0 };
-	uint64_t end = m->start + m->length;
+	uint64_t end = m->start + m->length; /* (validated: no wrap) */
+	int rc = msqd_valid_unregister(m);
 
-	if (m->pad || m->flags & ~MSQ_UNREGISTER_FINAL)
-		return -EINVAL;
-	if (end < m->start)
-		end = UINT64_MAX;
+	if (rc == -EBADMSG)
+		return rc;
+	if (rc < 0) {
+		res.status = rc;
+		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	}
+	/* A client that lost its rights gets EPERM for any final drop, even
+	 * with nothing left to drop. */
+	if (m->flags & MSQ_UNREGISTER_FINAL && c->denied) {
+		res.status = -EPERM;
+		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	}
 	for (size_t i = c->nr; i-- > 0;) {
 		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
 			continue;
@@ -96,6 +114,16 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 		 * (Unless it gave up waiting and exited: then through the
 		 * file.) */
 		if (m->flags & MSQ_UNREGISTER_FINAL) {
+			if ((rc = msqd_client_may_act(d, c)) == -ESRCH) {
+				/* Exiting: its regions wait for the exit drop. */
+				c->dead = true;
+				msqd_client_closing(d, c);
+				continue;
+			}
+			if (rc < 0) {
+				res.status = refused(d, c, rc);
+				break; /* (and its regions are gone) */
+			}
 			msqd_region_final_drop(d, c, i, m->start, end);
 			if (c->dead)
 				continue; /* through the file, once it has exited */
@@ -125,8 +153,6 @@ static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_h
 	size_t len = 0;
 	int rc;
 
-	if (stats && format > MSQ_STATS_PROMETHEUS)
-		return -EINVAL;
 	rc = stats ? msqd_stats_text(d, format == MSQ_STATS_PROMETHEUS, &buf, &len)
 		   : msqd_status_text(d, &buf, &len);
 	if (rc < 0) {
@@ -165,6 +191,8 @@ int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n
 	case MSQ_MSG_STATUS:
 		return !c->ctl ? -EPROTO : on_text(d, c, buf, false, 0);
 	case MSQ_MSG_STATS:
+		if (c->ctl && msqd_valid_stats(buf) < 0)
+			return -EBADMSG;
 		return !c->ctl ? -EPROTO : on_text(d, c, buf, true, ((const struct msq_msg_stats_req *)buf)->format);
 	}
 	return -EBADMSG;

@@ -27,11 +27,10 @@
 #include "exitdrop.h"
 #include "log.h"
 #include "refs.h"
+#include "regions.h"
 #include "server.h"
 
 #define DEFAULT_CONFIG "/etc/madvseq/madvseqd.conf"
-/* Time given to exit drops per turn of the event loop. */
-#define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
 
 static void usage(FILE *f)
 {
@@ -277,8 +276,8 @@ int main(int argc, char **argv)
 		d.now_ns = msqd_now_ns();
 		timeout = wake == UINT64_MAX ? -1
 			  : wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
-		if (d.leftovers)
-			timeout = 0; /* exit drops to go on with */
+		if (d.leftovers || d.nsnapping)
+			timeout = 0; /* walks to go on with */
 		n = epoll_wait(d.epfd, ev, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %s", strerror(errno));
@@ -344,9 +343,15 @@ int main(int argc, char **argv)
 			msqd_server_timeouts(&d);
 			next_timeouts = d.now_ns + 200 * 1000000ull;
 		}
-		/* A slice of them at a time: clients keep their answers and
-		 * streams their cycles while many programs exit at once. */
-		msqd_exit_drops(&d, EXIT_DROP_SLICE_NS);
+		/* File walks (snapshots, exit drops), a slice at a time:
+		 * clients keep their answers and streams their cycles while
+		 * many programs exit at once or a client maps terabytes. */
+		{
+			uint64_t until = msqd_now_ns() + d.conf.walk_budget_ns;
+
+			if (!msqd_snapshots(&d, until))
+				msqd_exit_drops(&d, until);
+		}
 	}
 out:
 	sd_notify(0, "STOPPING=1");

@@ -78,15 +78,20 @@ static int on_vma(const struct msq_vma *v, void *arg)
  * Stops at a window that cannot be mapped.  Returns 0, fn's first error,
  * or -errno.
  */
-int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stream *s,
-			      msqd_window_fn fn, void *arg)
+int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stream *s, uint64_t *at,
+			    uint64_t deadline_ns, msqd_window_fn fn, void *arg)
 {
 	_cleanup_free_ unsigned char *vec = malloc(SNAP_STEP / 4096);
+	uint64_t a;
 	int rc = 0;
 
 	if (!vec)
 		return -ENOMEM;
-	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAP_STEP) {
+	/* (Each step advances by a whole window: validate.c keeps s page-
+	 * aligned, and this loop ends whatever s holds.) */
+	for (a = *at < s->start ? s->start : *at; a < s->end && rc == 0; a += SNAP_STEP) {
+		if (deadline_ns && msqd_now_ns() >= deadline_ns)
+			break; /* the rest next turn, from a */
 		uint64_t len = s->end - a < SNAP_STEP ? s->end - a : SNAP_STEP;
 		uint64_t foff = s->file_off + (a - s->start);
 		bool all = false;
@@ -107,8 +112,10 @@ int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stre
 			}
 		}
 		m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)foff);
-		if (m == MAP_FAILED)
+		if (m == MAP_FAILED) {
+			a = s->end;
 			break;
+		}
 		msq_sys_madvise(m, (size_t)len, MADV_RANDOM);
 		if (all)
 			memset(vec, 1, (size_t)(len / 4096)); /* cached through and through */
@@ -118,6 +125,10 @@ int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stre
 			rc = fn(m, len, a, foff, vec, arg);
 		munmap(m, (size_t)len);
 	}
+	/* Past the file's end, or done. */
+	if (a >= s->end || s->file_off + (a - s->start) >= (uint64_t)st->st_size)
+		a = s->end;
+	*at = a;
 	return rc;
 }
 
@@ -165,37 +176,48 @@ static int snap_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const u
  * namespace (a container's file is not found by its path here), through
  * /proc/PID/map_files (CAP_SYS_ADMIN).  Held while the region is managed,
  * so that what the client leaves cached at exit can be found through it.
- * Returns the descriptor, or -1 (the path is then tried when needed).
+ * Returns the descriptor, or -1: the file is never opened by its path,
+ * which names whatever the client makes it name by the time it is opened
+ * (a directory swapped for a symlink to /etc).  held: counted against
+ * region_fd_budget; else for the caller to close at once.
  */
 static int open_region_file(struct msqd *d, const struct msqd_client *c, uint64_t vma_lo,
-			    uint64_t vma_hi, const struct msq_stream *s)
+			    uint64_t vma_hi, const struct msq_stream *s, bool held)
 {
 	char p[256];
 	struct stat st;
 	int fd;
 
-	if (d->region_fds >= d->region_fd_budget || MSQ_FAULT("madvseq/daemon/proc/map_files"))
+	if ((held && d->region_fds >= d->region_fd_budget) || MSQ_FAULT("madvseq/daemon/proc/map_files"))
 		return -1;
 	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
 		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
 	if ((fd = msq_open_same_file(p, s->dev, s->ino, true, &st)) < 0)
 		return -1;
-	d->region_fds++;
+	/* (Read while the process lived: its mapping, no later one's.) */
+	if (!msqd_pidfd_alive(c->pidfd)) {
+		close(fd);
+		return -1;
+	}
+	d->region_fds += held;
 	return fd;
 }
 
 /* The region's file: its own descriptor, or opened by path (*opened set:
  * the caller closes it). */
-int msqd_region_file(const struct msqd_region *r, struct stat *st, bool *opened)
+int msqd_region_file(const struct msqd_region *r, struct stat *st)
 {
-	*opened = r->fd < 0;
 	if (r->fd < 0)
-		return msq_open_same_file(r->s.path, r->s.dev, r->s.ino, true, st);
+		return -EBADF; /* never by path (see open_region_file) */
 	return fstat(r->fd, st) < 0 ? -errno : r->fd;
 }
 
+static void snapshot_end(struct msqd *d, struct msqd_region *r, bool known);
+
 void msqd_region_free(struct msqd *d, struct msqd_region *r)
 {
+	if (r->snapping)
+		snapshot_end(d, r, false);
 	if (r->fd >= 0) {
 		close(r->fd);
 		d->region_fds--;
@@ -210,30 +232,84 @@ void msqd_region_free(struct msqd *d, struct msqd_region *r)
  * the shim's snapshot.  A stream found running (discovery) has read ahead
  * of each of its readers: pages within READ_AHEAD_REACH after a run of
  * mapped pages count as its own, not as cached before.  Best effort.
+ *
+ * The walk costs a cachestat per window of the mapping (0.4 s for 60 TiB
+ * of sparse file), so it is done in slices (msqd_snapshots, walk_budget
+ * per turn of the event loop) and the region is not acted on until its
+ * snapshot is done.  Here: what the client maps now, and the start.
  */
-static void snapshot(struct msqd_client *c, struct msqd_region *r)
+static int snapshot_begin(struct msqd *d, struct msqd_client *c, struct msqd_region *r)
 {
 	struct msq_stream *s = &r->s;
-	struct stat st;
-	struct msq_extents ahead = MSQ_EXTENTS_INIT;
-	struct snap sn = { &ahead, &s->precached };
-	bool opened;
-	int fd, rc = 0;
+	int rc = 0;
 
-	if ((fd = msqd_region_file(r, &st, &opened)) < 0)
-		return;
 	msq_extents_clear(&c->eng.present);
 	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
 	/* The client's own pages: mapped, or read ahead of a run of mapped. */
 	for (size_t i = 0; i < c->eng.present.n && rc == 0; i++)
-		rc = msq_extents_add(&ahead, c->eng.present.v[i].start,
+		rc = msq_extents_add(&r->snap_ahead, c->eng.present.v[i].start,
 				     c->eng.present.v[i].end + READ_AHEAD_REACH);
-	if (rc == 0)
-		rc = msqd_each_cached_window(fd, &st, s, snap_window, &sn);
-	s->precached_known = rc == 0;
-	msq_extents_free(&ahead);
-	if (opened)
-		close(fd);
+	if (rc < 0)
+		return rc;
+	r->snap_at = s->start;
+	r->snapping = true;
+	d->nsnapping++;
+	return 0;
+}
+
+static void snapshot_end(struct msqd *d, struct msqd_region *r, bool known)
+{
+	r->s.precached_known = known;
+	r->snapping = false;
+	d->nsnapping--;
+	msq_extents_free(&r->snap_ahead);
+}
+
+/* One slice of r's walk, until deadline_ns.  Its file: the one held, or
+ * else opened through /proc/PID/map_files for the slice, never by path;
+ * neither: given up (what was cached before stays unknown). */
+static void snapshot_slice(struct msqd *d, struct msqd_client *c, struct msqd_region *r,
+			   uint64_t deadline_ns)
+{
+	struct snap sn = { &r->snap_ahead, &r->s.precached };
+	_cleanup_close_ int own = -1;
+	struct stat st;
+	int fd = r->fd, rc;
+
+	if (fd < 0 && (own = open_region_file(d, c, r->vma_lo, r->vma_hi, &r->s, false)) < 0) {
+		snapshot_end(d, r, false);
+		return;
+	}
+	if (fd < 0)
+		fd = own;
+	if (fstat(fd, &st) < 0) {
+		snapshot_end(d, r, false);
+		return;
+	}
+	rc = msqd_each_cached_window(fd, &st, &r->s, &r->snap_at, deadline_ns, snap_window, &sn);
+	if (rc < 0 || r->snap_at >= r->s.end)
+		snapshot_end(d, r, rc == 0);
+}
+
+bool msqd_region_snapshot_now(struct msqd *d, struct msqd_client *c, struct msqd_region *r,
+			      uint64_t deadline_ns)
+{
+	if (r->snapping)
+		snapshot_slice(d, c, r, deadline_ns);
+	return !r->snapping;
+}
+
+bool msqd_snapshots(struct msqd *d, uint64_t deadline_ns)
+{
+	for (struct msqd_client *c = d->clients; c && d->nsnapping; c = c->next)
+		for (size_t i = 0; i < c->nr && d->nsnapping; i++) {
+			if (!c->r[i]->snapping)
+				continue;
+			if (msqd_now_ns() >= deadline_ns)
+				return true;
+			snapshot_slice(d, c, c->r[i], deadline_ns);
+		}
+	return d->nsnapping != 0;
 }
 
 /* The client's own snapshot, clipped to the region. */
@@ -305,25 +381,33 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 		return rc;
 	}
 	r->id = id;
-	r->fd = open_region_file(d, c, k->vma_lo, k->vma_hi, &r->s);
+	r->vma_lo = k->vma_lo;
+	r->vma_hi = k->vma_hi;
+	r->fd = open_region_file(d, c, k->vma_lo, k->vma_hi, &r->s, true);
 	{
 		struct statfs sf;
+		/* (Over the budget of held files: one opened for the look.) */
+		_cleanup_close_ int own = r->fd < 0 ? open_region_file(d, c, k->vma_lo, k->vma_hi,
+								       &r->s, false) : -1;
+		int fd = r->fd >= 0 ? r->fd : own;
 
-		/* (Without the descriptor: the client's path, in the daemon's
-		 * mount namespace; a container's file may not be found, and is
-		 * then ours.) */
-		bool known = r->fd >= 0 ? fstatfs(r->fd, &sf) == 0 : path && statfs(path, &sf) == 0;
-
-		r->kernel_fs = known && msq_kernel_dropbehind_covers_fs((long)sf.f_type);
+		r->kernel_fs = fd >= 0 && fstatfs(fd, &sf) == 0 &&
+			       msq_kernel_dropbehind_covers_fs((long)sf.f_type);
 	}
 	if (c->cg->pol->strong_refs && precached) {
 		if ((rc = take_snapshot(&r->s, precached, nprecached)) < 0) {
 			msqd_region_free(d, r);
 			return rc;
 		}
-	} else if (c->cg->pol->strong_refs) {
-		snapshot(c, r);
+	} else if (c->cg->pol->strong_refs && (rc = snapshot_begin(d, c, r)) < 0) {
+		msqd_region_free(d, r);
+		return rc;
 	}
+	/* What the client costs: its bytes (the walks), its bookkeeping. */
+	r->mem = sizeof(*r) + (path ? strlen(path) + 1 : 0) +
+		 r->s.precached.cap * sizeof(*r->s.precached.v);
+	c->bytes += r->s.end - r->s.start;
+	c->mem += r->mem;
 	c->r[c->nr++] = r;
 	c->cg->regions++;
 	d->nregions++;
@@ -340,6 +424,8 @@ struct msqd_region *msqd_region_detach(struct msqd *d, struct msqd_client *c, si
 	struct msqd_region *r = c->r[i];
 
 	c->r[i] = c->r[--c->nr];
+	c->bytes -= r->s.end - r->s.start;
+	c->mem -= r->mem;
 	if (c->cg)
 		c->cg->regions--;
 	d->nregions--;

@@ -30,19 +30,26 @@ void msqd_region_remove(struct msqd *d, struct msqd_client *c, size_t i);
 /* Takes region i out of the client, for the caller to free. */
 struct msqd_region *msqd_region_detach(struct msqd *d, struct msqd_client *c, size_t i);
 void msqd_region_free(struct msqd *d, struct msqd_region *r);
-/* The region's file: its own descriptor, or opened by path (*opened set:
- * the caller closes it).  Returns the descriptor or -errno. */
-int msqd_region_file(const struct msqd_region *r, struct stat *st, bool *opened);
+/* The region's file: the descriptor it holds (never opened by path).
+ * Returns it, -EBADF without one, or -errno. */
+int msqd_region_file(const struct msqd_region *r, struct stat *st);
 
 /*
- * The file range s maps, a window at a time: each window with anything
- * cached is mapped, its residency read into vec, fn called, and unmapped.
- * Returns 0, fn's first error, or -errno.
+ * The file range s maps, a window at a time from address *at: each window
+ * with anything cached is mapped, its residency read into vec, fn called,
+ * and unmapped.  Stops at deadline_ns (0: none) with *at where to resume,
+ * or with *at = s->end once done.  Returns 0, fn's first error, or -errno.
  */
 typedef int (*msqd_window_fn)(void *m, uint64_t len, uint64_t a, uint64_t foff,
 			      const unsigned char *vec, void *arg);
-int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stream *s,
-			    msqd_window_fn fn, void *arg);
+int msqd_each_cached_window(int fd, const struct stat *st, const struct msq_stream *s, uint64_t *at,
+			    uint64_t deadline_ns, msqd_window_fn fn, void *arg);
+/* Goes on with pending snapshots (regions not managed until theirs is
+ * done) until deadline_ns.  Returns whether any is left. */
+bool msqd_snapshots(struct msqd *d, uint64_t deadline_ns);
+/* The snapshot of r, walked on until deadline_ns.  Whether it is done. */
+bool msqd_region_snapshot_now(struct msqd *d, struct msqd_client *c, struct msqd_region *r,
+			      uint64_t deadline_ns);
 /* Adds to out the runs of cached pages of a window (the client's
  * addresses [a, a + len)) that skip does not hold, each at its client
  * address + shift.  0 or -ENOMEM. */

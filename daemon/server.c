@@ -27,6 +27,8 @@
 
 /* Messages handled per wakeup of one client, so no client starves others. */
 #define MAX_BURST 64
+/* Connections kept for root beyond max_clients: its status always answers. */
+#define ROOT_SLOTS 16
 
 static int mkdir_parents(const char *path)
 {
@@ -82,12 +84,33 @@ int msqd_server_listen(struct msqd *d)
 	return 0;
 }
 
+/*
+ * Why a new client of uid must be refused, or NULL.  Every user but root
+ * has max_clients slots between them and max_clients_per_uid each; root
+ * has ROOT_SLOTS more, so that its status always gets through a flood.
+ * Discovered processes count against max_clients too.
+ */
+static const char *over_limit(const struct msqd *d, uid_t uid)
+{
+	unsigned same = 0;
+
+	if (uid == 0)
+		return d->nclients >= d->conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
+									  : NULL;
+	if (d->nclients >= d->conf.max_clients)
+		return "max_clients";
+	for (const struct msqd_client *c = d->clients; c; c = c->next)
+		same += c->fd >= 0 && c->uid == uid;
+	return same >= d->conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
+}
+
 void msqd_server_accept(struct msqd *d)
 {
 	for (;;) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		const char *why;
 		int fd, pidfd;
-		pid_t pid = 0;
-		uid_t uid = 0;
 
 		if (MSQ_FAULT("madvseq/daemon/socket/accept"))
 			return;
@@ -114,18 +137,26 @@ void msqd_server_accept(struct msqd *d)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
-		if (d->nclients >= d->conf.max_clients) {
-			log_warn("%u clients: refusing more (max_clients)", d->nclients);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
 			close(fd);
 			continue;
 		}
-		pidfd = msqd_peer_pidfd(fd, &pid, &uid);
+		if ((why = over_limit(d, cr.uid))) {
+			d->refused_clients++;
+			if (!d->limit_warned)
+				log_warn("uid %u: refusing clients (%s)", (unsigned)cr.uid, why);
+			d->limit_warned = true;
+			close(fd);
+			continue;
+		}
+		pidfd = msqd_peer_pidfd(d->proc_root, fd, &cr);
 		if (pidfd < 0) {
 			log_debug("peer identity: %s", strerror(-pidfd));
+			d->refused_clients++;
 			close(fd);
 			continue;
 		}
-		if (!msqd_client_new(d, fd, pidfd, pid, uid)) {
+		if (!msqd_client_new(d, fd, pidfd, cr.pid, cr.uid)) {
 			close(pidfd);
 			close(fd);
 		}
@@ -246,6 +277,7 @@ static bool message_waiting(int fd)
 
 void msqd_server_timeouts(struct msqd *d)
 {
+	msqd_cg_reap(d);
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		next = c->next;
 		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns &&

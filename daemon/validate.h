@@ -12,8 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <madvseq/protocol.h>
+
 /* Whether a message of type, n bytes at buf, has the size its type
  * fixes (REGISTER: plus its snapshot). */
 bool msqd_valid_size(uint16_t type, const void *buf, size_t n);
+
+/* Each returns 0, -EBADMSG (disconnect) or -EINVAL (refuse). */
+int msqd_valid_hello(const struct msq_msg_hello *m);
+/* The fixed part and the snapshot (msqd_valid_size checked its count). */
+int msqd_valid_register(const struct msq_msg_register *m);
+int msqd_valid_unregister(const struct msq_msg_unregister *m);
+int msqd_valid_stats(const struct msq_msg_stats_req *m);
 
 #endif
