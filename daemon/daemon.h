@@ -144,6 +144,7 @@ struct msqd {
 	bool limit_warned;
 	uint64_t discover_refused;   /* processes discovery left alone (max_discovered) */
 	bool discover_limit_warned;
+	pid_t scan_resume_pid;       /* a full scan goes on after this pid (discover.c) */
 	uint64_t exit_drops_skipped; /* regions whose file was not held (exitdrop.c) */
 	unsigned nsnapping;          /* regions whose snapshot is being taken */
 	uint64_t cg_reaped_ns, cgs_freed; /* removed cgroups forgotten (cgroup.c) */

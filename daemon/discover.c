@@ -37,6 +37,9 @@
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
 #define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
+/* A scan reads smaps for at most this long per turn of the event loop
+ * (hundreds of processes take a second): the rest next turn. */
+#define SCAN_SLICE_NS (UINT64_C(10) * 1000 * 1000)
 /* The watch slows down after this many looks saw no counter move... */
 #define QUIET_WATCHES 5
 /* ...to this many times discover_watch. */
@@ -373,19 +376,33 @@ static unsigned full_scan(struct msqd *d)
 	unsigned added = 0;
 	DIR *dir;
 
-	d->discover_scans++;
+	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
+	bool whole = true;
+
+	if (!d->scan_resume_pid)
+		d->discover_scans++;
 	if (scan_begin(d, &sc) < 0)
 		return 0;
+	/* /proc lists pids in increasing order: a scan cut short at the
+	 * slice's end goes on after the last pid it read, next turn. */
 	if ((dir = opendir(d->proc_root))) {
 		while ((de = readdir(dir))) {
 			char *end;
 			long pid = strtol(de->d_name, &end, 10);
 
-			if (!*end && pid > 0 && pid < INT_MAX)
-				added += scan_one(d, &sc, (pid_t)pid);
+			if (*end || pid <= d->scan_resume_pid || pid <= 0 || pid >= INT_MAX)
+				continue;
+			added += scan_one(d, &sc, (pid_t)pid);
+			if (msqd_now_ns() >= until) {
+				d->scan_resume_pid = (pid_t)pid;
+				whole = false;
+				break;
+			}
 		}
 		closedir(dir);
 	}
+	if (whole)
+		d->scan_resume_pid = 0;
 	scan_end(&sc);
 	return added;
 }
@@ -423,6 +440,7 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 	unsigned added = 0;
 	struct scan sc;
 	size_t len;
+	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
 
 	msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
@@ -436,6 +454,8 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 			break;
 		if (pid > 0 && pid < INT_MAX)
 			added += scan_one(d, &sc, (pid_t)pid);
+		if (msqd_now_ns() >= until)
+			break; /* the rest: the next scan */
 	}
 	scan_end(&sc);
 	return added;

@@ -93,11 +93,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	int fd;
 
 	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !msqd_gate_open(d, g) ||
-	    (d->kernel_state == 1 && r->kernel_fs) || !s->precached_known)
-		return true;
-	/* All of it was cached before: nothing there is the stream's (and a
-	 * thousand clients of one file exiting at once cost nothing). */
-	if (msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
+	    (d->kernel_state == 1 && r->kernel_fs))
 		return true;
 	if ((fd = msqd_region_file(r, &st)) < 0) {
 		/* No descriptor held (over the budget, or map_files failed):
@@ -107,6 +103,12 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 			  (int)l->pid, (unsigned long long)s->start);
 		return true;
 	}
+	/* Nothing known of what was cached before: all of it stays.  All of
+	 * it was cached before: nothing there is the stream's (and a
+	 * thousand clients of one file exiting at once cost nothing). */
+	if (!s->precached_known ||
+	    msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
+		return true;
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
 	if (g->pol->strong_refs && d->refs_ok) {

@@ -330,7 +330,9 @@ int main(int argc, char **argv)
 		if (msqd_conf_any_discover(&d.conf) && d.now_ns >= d.next_discover_ns) {
 			msqd_discover(&d);
 			d.now_ns = msqd_now_ns();
-			d.next_discover_ns = d.now_ns + d.conf.discover_interval_ns;
+			/* (A scan cut short goes on at once.) */
+			d.next_discover_ns = d.scan_resume_pid ? d.now_ns
+							       : d.now_ns + d.conf.discover_interval_ns;
 		}
 		if (msqd_conf_any_discover(&d.conf) && d.conf.discover_trigger &&
 		    d.now_ns >= d.next_watch_ns) {
