@@ -383,11 +383,12 @@ int msqd_client_may_act(struct msqd *d, struct msqd_client *c)
  * its regions go without a drop, and it is refused from now on. */
 void msqd_client_deny(struct msqd *d, struct msqd_client *c, const char *why)
 {
-	if (!c->denied)
+	if (!c->denied) {
 		log_info("pid %d (uid %u): %s; no longer acting on it", (int)c->pid, (unsigned)c->uid,
 			 why);
+		d->denied_clients++;
+	}
 	c->denied = true;
-	d->denied_clients++;
 	while (c->nr)
 		msqd_region_remove(d, c, c->nr - 1);
 }

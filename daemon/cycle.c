@@ -22,6 +22,8 @@
 #include "regions.h"
 
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
+/* The most one cycle takes before it leaves the rest to the next. */
+#define CYCLE_BUDGET_NS (UINT64_C(20) * 1000 * 1000)
 /* Aim for about this much to drop per cycle while streams run (as the
  * shim's engine does). */
 #define TARGET_PER_CYCLE (4 * MSQ_CHUNK)
@@ -161,10 +163,25 @@ uint64_t msqd_cycle(struct msqd *d)
 	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
 
 	msqd_kernel_recheck(d);
+	bool whole = true;
+
+	if (!d->cycle_round)
+		d->cycle_round = 1;
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		const struct msqd_policy *p;
 
 		next = c->next;
+		/* Each client once per round; a round longer than
+		 * CYCLE_BUDGET_NS (hundreds of new clients, each looked at
+		 * whole the first time) goes on in the next cycle, so that
+		 * the daemon keeps answering meanwhile. */
+		if (c->cycle_round == d->cycle_round)
+			continue;
+		if (msqd_now_ns() - t0 >= CYCLE_BUDGET_NS) {
+			whole = false;
+			break;
+		}
+		c->cycle_round = d->cycle_round;
 		if (!c->nr || !c->cg || c->dead || c->closing_ns)
 			continue;
 		p = c->cg->pol;
@@ -234,6 +251,8 @@ uint64_t msqd_cycle(struct msqd *d)
 		}
 	}
 	d->kernel_regions = left_to_kernel;
+	if (whole)
+		d->cycle_round++;
 	d->cycles++;
 	d->last_cycle_ns = msqd_now_ns() - t0;
 	if (d->last_cycle_ns > d->max_cycle_ns)
@@ -248,5 +267,7 @@ uint64_t msqd_cycle(struct msqd *d)
 		d->sleep_ns = 1000000;
 	if (d->sleep_ns > d->conf.interval_ns)
 		d->sleep_ns = d->conf.interval_ns;
+	if (!whole)
+		d->sleep_ns = 1000000; /* the rest of the round, soon */
 	return total;
 }

@@ -110,6 +110,7 @@ struct msqd_client {
 	long threads;          /* from stat; schedstat covers one thread only */
 	uint64_t faults;       /* minflt + majflt at the last full cycle */
 	uint64_t full_ns;      /* when its regions were last cycled */
+	uint64_t cycle_round;  /* the last round of cycles that looked at it (cycle.c) */
 	bool busy;             /* the last cycle dropped something or failed */
 	struct msqd_region **r;
 	size_t nr, cap;
@@ -136,6 +137,7 @@ struct msqd {
 	struct msqd_cg *cgs;
 	uint64_t now_ns, next_cycle_ns, next_discover_ns, sleep_ns;
 	uint64_t cycles, last_cycle_ns, max_cycle_ns;
+	uint64_t cycle_round;  /* rounds over all clients, each one or more cycles */
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
 	uint64_t proto_errors, refused_regions, discover_scans, discover_triggered;

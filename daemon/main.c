@@ -341,6 +341,9 @@ int main(int argc, char **argv)
 			d.now_ns = msqd_now_ns();
 			d.next_watch_ns = d.now_ns + wait;
 		}
+		/* (At most once a second; a status request wakes an idle
+		 * daemon, and the one after it no longer lists the cgroup.) */
+		msqd_cg_reap(&d);
 		if (d.now_ns >= next_timeouts) {
 			msqd_server_timeouts(&d);
 			next_timeouts = d.now_ns + 200 * 1000000ull;

@@ -129,6 +129,14 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		"(no descriptor held: files are never opened by path)\n",
 	    (unsigned long long)d->refused_clients, (unsigned long long)d->denied_clients,
 	    (unsigned long long)d->discover_refused, (unsigned long long)d->exit_drops_skipped);
+	{
+		unsigned ncg = 0;
+
+		for (struct msqd_cg *g = d->cgs; g; g = g->next)
+			ncg++;
+		put(&o, "cgroups: %u known, %llu removed ones forgotten\n", ncg,
+		    (unsigned long long)d->cgs_freed);
+	}
 	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
 	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
 	put(&o, "daemon: cpu %.3f s (%.3f s of it inside process_madvise: reclaim), rss %s\n", cpu,

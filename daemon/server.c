@@ -277,7 +277,6 @@ static bool message_waiting(int fd)
 
 void msqd_server_timeouts(struct msqd *d)
 {
-	msqd_cg_reap(d);
 	for (struct msqd_client *c = d->clients, *next; c; c = next) {
 		next = c->next;
 		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns &&
