@@ -61,6 +61,14 @@ class Daemon:
         self.log = os.path.join(wd, name + ".log")
         with open(self.conf, "w") as f:
             f.write(conf)
+        # MADVSEQ_STRACE=DIR: every daemon runs under strace, its file
+        # system calls logged to DIR (see the attack cases).
+        trace = os.environ.get("MADVSEQ_STRACE")
+        self.traced = bool(trace) and not any("strace" in a for a in prefix)
+        if self.traced:
+            prefix = ["strace", "-f", "-qq", "-e", "trace=%file,openat2,statfs", "-o",
+                      os.path.join(trace, "%s-%s-%d.log" % (os.path.basename(wd), name, os.getpid()))] + list(prefix)
+        self.traced = self.traced or any("strace" in a for a in prefix)
         self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
         self.env = env or plain_env()
         if prefix:
@@ -113,9 +121,16 @@ class Daemon:
         self.p.send_signal(signal.SIGKILL)
         self.p.wait()
 
+    @property
+    def pid(self):
+        """The daemon's own pid (under strace -f, strace's child)."""
+        return daemon_pid(self.p) if self.traced else self.p.pid
+
     def stop(self):
         """SIGTERM; a crash or a sanitizer report fails the test."""
         if self.p.poll() is None:
+            if self.traced:
+                os.kill(self.pid, signal.SIGTERM)  # (strace would not pass it on)
             self.p.send_signal(signal.SIGTERM)
             try:
                 self.p.wait(timeout=10)
@@ -494,6 +509,38 @@ def case_final_drop(end):
     done()
 
 
+def case_cgroup_removed():
+    """A cgroup's record goes once the cgroup was removed and nothing
+    refers to it: hosts with a cgroup per job must not grow the daemon's
+    state (and status) for good."""
+    need_root()
+    with Workdir("cgroup-removed") as wd:
+        data = wd.file("data", 128 * M)
+        cg = Cgroup("removed", 1 << 30)
+        name = os.path.basename(cg.path)
+        try:
+            d = Daemon(wd.path, "[test]\nmatch = %s\nmode = pageout\n" % cg_glob(cg))
+            evict(data)
+            p = stream([tool("STREAMER"), data, "200", "0", "1"], shim_env(MADVSEQ_SOCKET=d.sock), cg)
+            p.communicate(timeout=60)
+            st = d.status()
+            check(name in st, "the cgroup is in the status while it has a stream")
+        finally:
+            cg.remove()
+        t0 = time.time()
+        while name in d.status() and time.time() - t0 < 5:
+            time.sleep(0.2)
+        st = d.status()
+        print("\n".join(l for l in st.splitlines() if l.startswith("cgroups:")))
+        check(name not in st, "after rmdir its record is gone (%.1f s)" % (time.time() - t0))
+        check(re.search(r"cgroups: \d+ known, [1-9]\d* removed", st) is not None,
+              "status counts the removed cgroups forgotten")
+        if failures_now():
+            d.dump_log()
+        d.stop()
+    done()
+
+
 def settle(path, limit, timeout=3.0):
     """What stays cached of path once it is at most limit, or at timeout."""
     t0 = time.time()
@@ -864,12 +911,15 @@ def case_attack(what):
             prefix = fiu_prefix("madvseq/daemon/socket/peerpidfd")
         conf += "[/*]\nmode = pageout\n"
         d = Daemon(wd.path, conf, prefix=prefix)
-        dpid = daemon_pid(d.p) if what == "symlink-swap" else d.p.pid
+        dpid = d.pid
         rss = RssWatch(dpid)
         data = wd.file("data", 64 * M)
         os.chmod(data, 0o644)
         if what in ("unaligned-unregister", "snapshot-ranges"):
             extra = [data]
+            # Not cached before: the page the client reads is the final
+            # drop's to check (pages cached before are kept unchecked).
+            evict(data)
         elif what == "region-flood":
             big = os.path.join(wd.path, "sparse-512M")
             open(big, "w").close()
@@ -989,13 +1039,13 @@ def attack_pid_reuse(wd, d, h, rss):
     os.chmod(secret, 0o600)
     victim = None
     for attempt in range(5):
-        d.p.send_signal(signal.SIGSTOP)  # accept comes after the reuse
+        os.kill(d.pid, signal.SIGSTOP)  # accept comes after the reuse
         a = subprocess.Popen(NOBODY + [h, d.sock, "reuse-connect"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = a.stdout.readline()
         m = re.search(r"pid=(\d+)", line)
         if not m:
-            d.p.send_signal(signal.SIGCONT)
+            os.kill(d.pid, signal.SIGCONT)
             check(False, "the client connected (%s)" % line.strip())
             break
         pid = int(m.group(1))
@@ -1010,7 +1060,7 @@ def attack_pid_reuse(wd, d, h, rss):
             break
         v.kill()
         v.wait()
-        d.p.send_signal(signal.SIGCONT)
+        os.kill(d.pid, signal.SIGCONT)
         print("pid %d not reused (got %d); again" % (pid, v.pid))
     if victim is None:
         d.stop()
@@ -1019,7 +1069,7 @@ def attack_pid_reuse(wd, d, h, rss):
     m = re.search(r"map=(0x[0-9a-f]+) len=(\d+)", vline)
     addr, length = int(m.group(1), 16), int(m.group(2))
     before = mapping_rss(victim.pid, addr)
-    d.p.send_signal(signal.SIGCONT)
+    os.kill(d.pid, signal.SIGCONT)
     # The client's child still holds the socket and reads the victim's map.
     child_out = ""
     # (the child inherited a.stdout; its stdin is a.stdin)
@@ -1085,7 +1135,6 @@ def attack_symlink_swap(wd, d, h, rss):
     print("\n".join(l for l in st.splitlines() if l.startswith("refused")))
     check("exit drops skipped: 1 " in st, "the exit drop without a held descriptor was skipped")
     after_attack(d, "symlink-swap", rss)
-    os.kill(daemon_pid(d.p), signal.SIGTERM)  # (not strace's)
     d.stop()
     log = open(os.path.join(wd.path, "strace.log")).read()
     named = [l for l in log.splitlines() if att in l or "/etc/shadow" in l]
@@ -1112,15 +1161,24 @@ def attack_discovery_flood(wd, d0, rss0):
     try:
         conf = "[daemon]\ndiscover_interval = 200ms\n[flood]\nmatch = %s\nmode = pageout\ndiscover = yes\n" % cg_glob(cg)
         d = Daemon(wd.path, conf, name="flood")
-        rss = RssWatch(d.p.pid)
+        rss = RssWatch(d.pid)
         for i in range(300):
             procs.append(subprocess.Popen(cg.prefix() + NOBODY + [static, small, "0", "30000", "1"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(3)
-        st = d.ctl("status").stdout
+        # Until discovery has settled (the readers take seconds to start
+        # on a loaded machine): then the flood is the daemon's steady state.
+        prev, t0 = None, time.time()
+        while time.time() - t0 < 20:
+            time.sleep(1)
+            st = d.ctl("status").stdout
+            m = re.search(r"(\d+) discovered", st)
+            if m and m.group(1) == prev and int(prev) > 0:
+                break
+            prev = m.group(1) if m else None
         m = re.search(r"clients: \d+ \(\d+ shim, (\d+) discovered\)", st)
         print("300 readers in the cgroup; daemon: %s" % (m.group(0) if m else st[:200]))
         check(m and 0 < int(m.group(1)) <= 256, "discovery manages at most max_discovered (256) processes")
+        print("\n".join(l for l in st.splitlines() if l.startswith(("cycles:", "discovery scans:", "daemon:"))))
         after_attack(d, "discovery-flood", rss)
         d.stop()
     finally:
@@ -1159,6 +1217,7 @@ CASES = {
                           "enable_random name=madvseq/madvise,probability=0.2",
                           "enable_random name=madvseq/pagemap/*,probability=0.02"]),
     "strong-refs": case_strong_refs,
+    "cgroup-removed": case_cgroup_removed,
 }
 for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version", "bad-snapshot", "garbage",
            "lie-region", "lie-pid", "silent", "many", "exit-mid", "pid-reuse"):
