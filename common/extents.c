@@ -116,7 +116,9 @@ int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end)
 {
 	size_t i, j;
 
-	if (start >= end)
+	/* (Empty: nothing to remove, and e->v may be NULL, which even
+	 * &e->v[0] must not touch.) */
+	if (start >= end || !e->n)
 		return 0;
 	i = msq_extents_lower_bound(e, start);
 	if (i < e->n && e->v[i].start < start && e->v[i].end > end) {

@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
+#include "daemon.h"
+#include "log.h"
 
 /* Reads a small file into buf (NUL-terminated) through a descriptor kept
  * in *fd: opened on first use, and closed when a read fails (the cgroup
@@ -204,4 +207,103 @@ int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char 
 	}
 	*out = p;
 	return 0;
+}
+
+#define GATE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
+
+struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout)
+{
+	struct msqd_cg *g;
+
+	for (g = d->cgs; g; g = g->next)
+		if (g->layout == layout && !strcmp(g->path, path))
+			return g;
+	if (MSQ_FAULT("madvseq/alloc") || !(g = calloc(1, sizeof(*g))))
+		return NULL;
+	if (!(g->path = strdup(path))) {
+		free(g);
+		return NULL;
+	}
+	g->layout = layout;
+	g->intake.fd = -1;
+	g->pol = msqd_conf_resolve(&d->conf, path, &g->section);
+	g->next = d->cgs;
+	d->cgs = g;
+	return g;
+}
+
+void msqd_cg_reresolve(struct msqd *d)
+{
+	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+		g->pol = msqd_conf_resolve(&d->conf, g->path, &g->section);
+		g->gate_checked_ns = 0;
+	}
+}
+
+bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr)
+{
+	if (!p->pressure_pct && p->psi_some_avg10 <= 0)
+		return true;
+	if (p->pressure_pct && pr->limit && pr->usage * 100 >= (uint64_t)p->pressure_pct * pr->limit)
+		return true;
+	return p->psi_some_avg10 > 0 && pr->some_avg10 >= p->psi_some_avg10;
+}
+
+/* The pressure gate: is this cgroup's memory tight enough to act? */
+bool msqd_gate_open(struct msqd *d, struct msqd_cg *g)
+{
+	const struct msqd_policy *p = g->pol;
+	bool open = false;
+
+	if (!p->pressure_pct && p->psi_some_avg10 <= 0)
+		return true;
+	if (g->gate_checked_ns && d->now_ns - g->gate_checked_ns < GATE_RECHECK_NS)
+		return g->gate_open;
+	g->gate_checked_ns = d->now_ns;
+	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, g->path, g->layout, &g->pr) < 0) {
+		/* Cannot tell: act, as without a gate. */
+		g->gate_open = true;
+		return true;
+	}
+	open = msqd_gate_decide(p, &g->pr);
+	if (open != g->gate_open)
+		log_debug("cgroup %s: pressure gate %s", g->path, open ? "open" : "closed");
+	g->gate_open = open;
+	return open;
+}
+
+/*
+ * Forgets cgroups that were removed (rmdir) and that nothing refers to
+ * any more: no client, no region, no queued exit drop.  Hosts that make
+ * a cgroup per job would otherwise grow the list, and the status, for
+ * good.  Looked at once per REAP_NS.
+ */
+#define REAP_NS (UINT64_C(1000) * 1000 * 1000)
+
+void msqd_cg_reap(struct msqd *d)
+{
+	char dir[4096];
+	struct stat st;
+
+	if (d->now_ns - d->cg_reaped_ns < REAP_NS)
+		return;
+	d->cg_reaped_ns = d->now_ns;
+	for (struct msqd_cg **pp = &d->cgs, *g; (g = *pp);) {
+		if (g->clients || g->regions || g->leftovers || g == d->cur_cg) {
+			pp = &g->next;
+			continue;
+		}
+		msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+		if (stat(dir, &st) == 0 || errno != ENOENT) {
+			pp = &g->next;
+			continue;
+		}
+		log_debug("cgroup %s: removed; forgetting it", g->path);
+		*pp = g->next;
+		if (g->intake.fd >= 0)
+			close(g->intake.fd);
+		free(g->path);
+		free(g);
+		d->cgs_freed++;
+	}
 }

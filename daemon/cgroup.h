@@ -59,4 +59,23 @@ int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layou
  * -errno. */
 int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v);
 
+/*
+ * The daemon's record of each cgroup seen (struct msqd_cg, daemon.h):
+ * found or made by path; policies resolved again after a reload; and the
+ * pressure gate, which lets the daemon act only where memory is tight
+ * enough (as the cgroup's policy says).
+ */
+struct msqd;
+struct msqd_cg;
+struct msqd_policy;
+
+struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layout layout);
+void msqd_cg_reresolve(struct msqd *d);
+/* Whether p's pressure gate lets the daemon act at pressure pr. */
+bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *pr);
+/* The gate of g now (pressure read again at most once a second). */
+bool msqd_gate_open(struct msqd *d, struct msqd_cg *g);
+/* Frees the records of removed cgroups nothing refers to (once a second). */
+void msqd_cg_reap(struct msqd *d);
+
 #endif

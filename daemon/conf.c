@@ -36,6 +36,15 @@ void msqd_conf_init(struct msqd_conf *c)
 		.discover_trigger = UINT64_C(32) << 20,
 		.hello_timeout_ns = UINT64_C(5) * 1000 * 1000 * 1000,
 		.max_clients = 4096,
+		/* Limits on what clients may cost (see madvseqd.conf(5)): with
+		 * these, a flood from one user stays far below the unit's
+		 * MemoryMax (64 clients x 512 KiB of bookkeeping). */
+		.max_clients_per_uid = 64,
+		.max_regions_per_client = 1024,
+		.max_client_bytes = UINT64_C(16) << 40,
+		.max_client_memory = UINT64_C(512) << 10,
+		.max_discovered = 256,
+		.walk_budget_ns = UINT64_C(2) * 1000 * 1000,
 		.log_level = -1,
 	};
 }
@@ -130,6 +139,22 @@ static int on_daemon_key(struct parse *p, const char *k, const char *v, int line
 		if (msq_parse_size(v, &u) < 0 || u < 1 || u > 1000000)
 			return fail(p, line, "max_clients: '%s' is not a number from 1 to 1000000", v);
 		c->max_clients = (unsigned)u;
+	} else if (!strcmp(k, "max_clients_per_uid") || !strcmp(k, "max_regions_per_client") ||
+		   !strcmp(k, "max_discovered")) {
+		unsigned *to = !strcmp(k, "max_clients_per_uid") ? &c->max_clients_per_uid
+			       : !strcmp(k, "max_discovered") ? &c->max_discovered
+			       : &c->max_regions_per_client;
+
+		if (msq_parse_size(v, &u) < 0 || u < 1 || u > 1000000)
+			return fail(p, line, "%s: '%s' is not a number from 1 to 1000000", k, v);
+		*to = (unsigned)u;
+	} else if (!strcmp(k, "max_client_bytes") || !strcmp(k, "max_client_memory")) {
+		if (msq_parse_size(v, &u) < 0 || u < 4096)
+			return fail(p, line, "%s: '%s' is not a size of at least 4K", k, v);
+		*(!strcmp(k, "max_client_bytes") ? &c->max_client_bytes : &c->max_client_memory) = u;
+	} else if (!strcmp(k, "walk_budget")) {
+		if (msq_parse_duration_ns(v, &c->walk_budget_ns) < 0)
+			return fail(p, line, "walk_budget: '%s' is not a duration from 100us to 1h", v);
 	} else if (!strcmp(k, "log_level")) {
 		if ((lvl = msqd_parse_log_level(v)) < 0)
 			return fail(p, line, "log_level: '%s' is not one of err, warning, notice, info, debug", v);

@@ -45,6 +45,12 @@ struct msqd_conf {
 	uint64_t discover_trigger;  /* bytes of intake that start a scan at once; 0: off */
 	uint64_t hello_timeout_ns;
 	unsigned max_clients;
+	unsigned max_clients_per_uid;    /* connections of one uid (root: see server.c) */
+	unsigned max_regions_per_client;
+	uint64_t max_client_bytes;       /* sum of one client's region lengths */
+	uint64_t max_client_memory;      /* the daemon's bookkeeping for one client */
+	unsigned max_discovered;         /* processes managed through discovery */
+	uint64_t walk_budget_ns;         /* snapshot and exit-drop walks, per turn */
 	int log_level; /* -1: not set */
 	/* the first error: "FILE:LINE: what" */
 	char error[512];

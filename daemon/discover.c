@@ -28,15 +28,18 @@
 #include "../common/fault.h"
 #include "../common/maps.h"
 #include "../common/sys.h"
+#include "client.h"
 #include "daemon.h"
+#include "discover.h"
 #include "log.h"
+#include "regions.h"
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
 #define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
+/* A scan reads smaps for at most this long per turn of the event loop
+ * (hundreds of processes take a second): the rest next turn. */
+#define SCAN_SLICE_NS (UINT64_C(10) * 1000 * 1000)
 /* The watch slows down after this many looks saw no counter move... */
 #define QUIET_WATCHES 5
 /* ...to this many times discover_watch. */
@@ -198,6 +201,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	_cleanup_close_ int own_pidfd = -1;
 	size_t len, n;
 	unsigned added = 0;
+	bool over;
 	int pidfd;
 
 	if (msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout) < 0)
@@ -219,10 +223,21 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	snprintf(file, sizeof(file), "%s/%d/smaps", d->proc_root, (int)pid);
 	if (MSQ_FAULT("madvseq/daemon/proc/smaps") || slurp(file, &text, &len) < 0)
 		return 0;
-	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+	if (!msqd_pidfd_alive(pidfd))
 		return 0;
 	n = parse_smaps(text, v, MAX_SR);
-	if (!c && n) {
+	over = !c && n && (d->ndiscovered >= d->conf.max_discovered ||
+			   d->nclients >= d->conf.max_clients);
+	if (over) {
+		/* (max_discovered: a flood of such processes costs the
+		 * daemon no more than that many clients) */
+		if (!d->discover_limit_warned)
+			log_warn("%u processes managed through discovery: leaving pid %d and more "
+				 "alone (max_discovered, max_clients)", d->ndiscovered, (int)pid);
+		d->discover_limit_warned = true;
+		d->discover_refused++;
+	}
+	if (!c && n && !over) {
 		c = msqd_client_new(d, -1, own_pidfd, pid, 0);
 		if (c) {
 			own_pidfd = -1;
@@ -361,19 +376,33 @@ static unsigned full_scan(struct msqd *d)
 	unsigned added = 0;
 	DIR *dir;
 
-	d->discover_scans++;
+	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
+	bool whole = true;
+
+	if (!d->scan_resume_pid)
+		d->discover_scans++;
 	if (scan_begin(d, &sc) < 0)
 		return 0;
+	/* /proc lists pids in increasing order: a scan cut short at the
+	 * slice's end goes on after the last pid it read, next turn. */
 	if ((dir = opendir(d->proc_root))) {
 		while ((de = readdir(dir))) {
 			char *end;
 			long pid = strtol(de->d_name, &end, 10);
 
-			if (!*end && pid > 0 && pid < INT_MAX)
-				added += scan_one(d, &sc, (pid_t)pid);
+			if (*end || pid <= d->scan_resume_pid || pid <= 0 || pid >= INT_MAX)
+				continue;
+			added += scan_one(d, &sc, (pid_t)pid);
+			if (msqd_now_ns() >= until) {
+				d->scan_resume_pid = (pid_t)pid;
+				whole = false;
+				break;
+			}
 		}
 		closedir(dir);
 	}
+	if (whole)
+		d->scan_resume_pid = 0;
 	scan_end(&sc);
 	return added;
 }
@@ -411,6 +440,7 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 	unsigned added = 0;
 	struct scan sc;
 	size_t len;
+	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
 
 	msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
@@ -424,6 +454,8 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 			break;
 		if (pid > 0 && pid < INT_MAX)
 			added += scan_one(d, &sc, (pid_t)pid);
+		if (msqd_now_ns() >= until)
+			break; /* the rest: the next scan */
 	}
 	scan_end(&sc);
 	return added;

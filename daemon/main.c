@@ -20,20 +20,17 @@
 #include <madvseq/protocol.h>
 
 #include "../common/kernel_switch.h"
+#include "client.h"
+#include "cycle.h"
 #include "daemon.h"
+#include "discover.h"
+#include "exitdrop.h"
 #include "log.h"
+#include "refs.h"
+#include "regions.h"
+#include "server.h"
 
 #define DEFAULT_CONFIG "/etc/madvseq/madvseqd.conf"
-/* Time given to exit drops per turn of the event loop. */
-#define EXIT_DROP_SLICE_NS (UINT64_C(2) * 1000 * 1000)
-
-uint64_t msqd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -279,8 +276,8 @@ int main(int argc, char **argv)
 		d.now_ns = msqd_now_ns();
 		timeout = wake == UINT64_MAX ? -1
 			  : wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
-		if (d.leftovers)
-			timeout = 0; /* exit drops to go on with */
+		if (d.leftovers || d.nsnapping)
+			timeout = 0; /* walks to go on with */
 		n = epoll_wait(d.epfd, ev, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %s", strerror(errno));
@@ -333,7 +330,9 @@ int main(int argc, char **argv)
 		if (msqd_conf_any_discover(&d.conf) && d.now_ns >= d.next_discover_ns) {
 			msqd_discover(&d);
 			d.now_ns = msqd_now_ns();
-			d.next_discover_ns = d.now_ns + d.conf.discover_interval_ns;
+			/* (A scan cut short goes on at once.) */
+			d.next_discover_ns = d.scan_resume_pid ? d.now_ns
+							       : d.now_ns + d.conf.discover_interval_ns;
 		}
 		if (msqd_conf_any_discover(&d.conf) && d.conf.discover_trigger &&
 		    d.now_ns >= d.next_watch_ns) {
@@ -342,13 +341,22 @@ int main(int argc, char **argv)
 			d.now_ns = msqd_now_ns();
 			d.next_watch_ns = d.now_ns + wait;
 		}
+		/* (At most once a second; a status request wakes an idle
+		 * daemon, and the one after it no longer lists the cgroup.) */
+		msqd_cg_reap(&d);
 		if (d.now_ns >= next_timeouts) {
 			msqd_server_timeouts(&d);
 			next_timeouts = d.now_ns + 200 * 1000000ull;
 		}
-		/* A slice of them at a time: clients keep their answers and
-		 * streams their cycles while many programs exit at once. */
-		msqd_exit_drops(&d, EXIT_DROP_SLICE_NS);
+		/* File walks (snapshots, exit drops), a slice at a time:
+		 * clients keep their answers and streams their cycles while
+		 * many programs exit at once or a client maps terabytes. */
+		{
+			uint64_t until = msqd_now_ns() + d.conf.walk_budget_ns;
+
+			if (!msqd_snapshots(&d, until))
+				msqd_exit_drops(&d, until);
+		}
 	}
 out:
 	sd_notify(0, "STOPPING=1");

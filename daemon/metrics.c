@@ -15,6 +15,9 @@
 #include "../common/config.h"
 #include "../common/kernel_switch.h"
 #include "daemon.h"
+#include "cycle.h"
+#include "metrics.h"
+#include "refs.h"
 
 struct out {
 	char *buf;
@@ -121,6 +124,19 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "cycles: %llu, last %.3f ms, max %.3f ms; protocol errors: %llu, regions refused: %llu\n",
 	    (unsigned long long)d->cycles, (double)d->last_cycle_ns / 1e6, (double)d->max_cycle_ns / 1e6,
 	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
+	put(&o, "refused: %llu connections (limits, identity), %llu clients (exec or credentials "
+		"since HELLO), %llu discovered processes (max_discovered); exit drops skipped: %llu "
+		"(no descriptor held: files are never opened by path)\n",
+	    (unsigned long long)d->refused_clients, (unsigned long long)d->denied_clients,
+	    (unsigned long long)d->discover_refused, (unsigned long long)d->exit_drops_skipped);
+	{
+		unsigned ncg = 0;
+
+		for (struct msqd_cg *g = d->cgs; g; g = g->next)
+			ncg++;
+		put(&o, "cgroups: %u known, %llu removed ones forgotten\n", ncg,
+		    (unsigned long long)d->cgs_freed);
+	}
 	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
 	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
 	put(&o, "daemon: cpu %.3f s (%.3f s of it inside process_madvise: reclaim), rss %s\n", cpu,

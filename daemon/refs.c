@@ -33,6 +33,7 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "daemon.h"
+#include "refs.h"
 #include "log.h"
 
 #define KPF_REFERENCED 2
@@ -261,7 +262,10 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 		return 0;
 	for (size_t i = 0; i < drop->n && rc == 0; i++) {
 		for (uint64_t a = drop->v[i].start; a < drop->v[i].end && rc == 0;) {
-			size_t n = (size_t)((drop->v[i].end - a) / 4096);
+			/* Rounded up: a range that ends inside a page still
+			 * advances (validate.c keeps client ranges whole pages;
+			 * this loop must not depend on it). */
+			size_t n = (size_t)((drop->v[i].end - a + 4095) / 4096);
 			bool unknown;
 
 			if (n > BATCH)

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The socket: accepting clients, taking their identity from the kernel,
- * checking every message, answering.  A client that breaks the protocol
- * (malformed, truncated, oversized, out of order, or never says HELLO) is
- * disconnected; its regions stop being managed.  Nothing a message says
- * is trusted beyond what /proc/PID/maps confirms (manage.c).
+ * The socket: accepting clients, framing, answering.  A client that
+ * breaks the protocol (malformed, truncated, oversized, out of order, or
+ * never says HELLO) is disconnected; its regions stop being managed.
+ * What a message may ask is checked by validate.c and done by handle.c.
  */
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,36 +19,16 @@
 #include <madvseq/protocol.h>
 
 #include "../common/fault.h"
-#include "../common/frontier.h"
-#include "../common/sys.h"
+#include "client.h"
 #include "daemon.h"
+#include "handle.h"
 #include "log.h"
+#include "server.h"
 
-/* How long a client whose socket ended with regions still registered
- * has to count as exited (see msqd_server_readable). */
-#define EXIT_WAIT_NS (UINT64_C(200) * 1000 * 1000)
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 /* Messages handled per wakeup of one client, so no client starves others. */
 #define MAX_BURST 64
-#define MAX_REGIONS_PER_CLIENT 65536
-
-void msqd_closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static bool pidfd_alive(int pidfd)
-{
-	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
-}
+/* Connections kept for root beyond max_clients: its status always answers. */
+#define ROOT_SLOTS 16
 
 static int mkdir_parents(const char *path)
 {
@@ -106,174 +84,33 @@ int msqd_server_listen(struct msqd *d)
 	return 0;
 }
 
-struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid, uid_t uid)
-{
-	struct msqd_client *c = calloc(1, sizeof(*c));
-
-	if (!c || MSQ_FAULT("madvseq/alloc")) {
-		free(c);
-		return NULL;
-	}
-	c->fd = fd;
-	c->pidfd = pidfd;
-	c->pid = pid;
-	c->uid = uid;
-	c->since_ns = d->now_ns;
-	c->statfd = c->schedfd = -1;
-	msq_engine_init(&c->eng, pidfd, MSQ_DEFAULT_LAG);
-	c->wsock = (struct msqd_watch){ MSQD_W_SOCK, c };
-	c->wpid = (struct msqd_watch){ MSQD_W_PIDFD, c };
-	if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd,
-				 &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &c->wsock }) < 0)
-		goto fail;
-	/* The pidfd turns readable when the process exits. */
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, pidfd,
-		      &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &c->wpid }) < 0) {
-		if (fd >= 0)
-			epoll_ctl(d->epfd, EPOLL_CTL_DEL, fd, NULL);
-		goto fail;
-	}
-	c->next = d->clients;
-	if (d->clients)
-		d->clients->prev = c;
-	d->clients = c;
-	d->nclients++;
-	if (fd < 0)
-		d->ndiscovered++;
-	return c;
-fail:
-	free(c);
-	return NULL;
-}
-
-int msqd_client_attach(struct msqd *d, struct msqd_client *c)
-{
-	char path[4096];
-	enum msqd_cg_layout layout;
-	int rc;
-
-	if ((rc = msqd_cgroup_of(d->proc_root, c->pid, path, sizeof(path), &layout)) < 0)
-		return rc;
-	if ((rc = msq_pagemap_open(&c->eng.pm, d->proc_root, c->pid, 0)) < 0)
-		return rc;
-	/* PAGEMAP_SCAN over whole regions, as the shim does: it finds a
-	 * reader wherever it is at once (windowed reads sweep 32 MiB a cycle,
-	 * so a reader far into a region handed over late would be found many
-	 * cycles later).  Idle clients are not scanned at all (manage.c). */
-	{
-		char stat[256];
-
-		snprintf(stat, sizeof(stat), "%s/%d/stat", d->proc_root, (int)c->pid);
-		c->statfd = open(stat, O_RDONLY | O_CLOEXEC);
-		snprintf(stat, sizeof(stat), "%s/%d/schedstat", d->proc_root, (int)c->pid);
-		c->schedfd = open(stat, O_RDONLY | O_CLOEXEC);
-	}
-	/* Opened while the pidfd's process is alive: the pid named that
-	 * process, not a later one with the same number. */
-	if (!pidfd_alive(c->pidfd))
-		return -ESRCH;
-	c->cg = msqd_cg_get(d, path, layout);
-	if (!c->cg)
-		return -ENOMEM;
-	c->cg->clients++;
-	return 0;
-}
-
 /*
- * The client's process is going: its socket ended (a process being killed
- * closes its files before it counts as exited), or its address space is
- * gone (c->dead).  Its pages stay mapped until the kernel has torn that
- * address space down, which for a large process takes tens of
- * milliseconds; its pidfd turns readable only after.  Only then is what
- * its regions left the daemon's to drop: wait for that (without blocking,
- * and not for long), managing and answering nothing of it meanwhile.
+ * Why a new client of uid must be refused, or NULL.  Every user but root
+ * has max_clients slots between them and max_clients_per_uid each; root
+ * has ROOT_SLOTS more, so that its status always gets through a flood.
+ * Discovered processes count against max_clients too.
  */
-void msqd_client_closing(struct msqd *d, struct msqd_client *c)
+static const char *over_limit(const struct msqd *d, uid_t uid)
 {
-	if (c->closing_ns)
-		return;
-	if (c->fd >= 0)
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	c->closing_ns = d->now_ns + EXIT_WAIT_NS;
-}
+	unsigned same = 0;
 
-void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
-{
-	log_debug("client pid %d%s: %s", (int)c->pid, c->fd < 0 ? " (discovered)" : "", why);
-	/* Gone with regions still managed: what they left cached is the
-	 * daemon's to drop (a live client keeps its pages, or its shim
-	 * takes its regions back). */
-	if (c->nr && (c->dead || poll(&(struct pollfd){ .fd = c->pidfd, .events = POLLIN }, 1, 0) == 1)) {
-		log_debug("pid %d exited with %zu region%s managed: dropping what %s left cached",
-			  (int)c->pid, c->nr, c->nr == 1 ? "" : "s", c->nr == 1 ? "it" : "they");
-		while (c->nr)
-			msqd_region_exited(d, c, c->nr - 1);
-	}
-	while (c->nr)
-		msqd_region_remove(d, c, c->nr - 1);
-	free(c->r);
-	if (c->cg)
-		c->cg->clients--;
-	if (c->fd >= 0) {
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-		close(c->fd);
-		d->nshim -= c->counted;
-	} else {
-		d->ndiscovered--;
-	}
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
-	close(c->pidfd);
-	msq_pagemap_close(&c->eng.pm);
-	if (c->statfd >= 0)
-		close(c->statfd);
-	if (c->schedfd >= 0)
-		close(c->schedfd);
-	msq_engine_free(&c->eng);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		d->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	d->nclients--;
-	free(c);
-}
-
-/* The peer's process as a pidfd, from the kernel only. */
-static int peer_pidfd(int fd, pid_t *pid, uid_t *uid)
-{
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	int pidfd = -1;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return -errno;
-	len = sizeof(pidfd);
-	/* 6.5+: the pidfd of the process that connected, race-free. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || pidfd < 0) {
-		/* Older kernels: pidfd_open, which a pid reused between
-		 * connect and here could fool; the peer must also still
-		 * hold its end (checked again at HELLO). */
-		pidfd = msq_pidfd_open(cr.pid);
-		if (pidfd < 0)
-			return -errno;
-	} else {
-		int fl = fcntl(pidfd, F_GETFD);
-
-		if (fl >= 0)
-			fcntl(pidfd, F_SETFD, fl | FD_CLOEXEC);
-	}
-	*pid = cr.pid;
-	*uid = cr.uid;
-	return pidfd;
+	if (uid == 0)
+		return d->nclients >= d->conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
+									  : NULL;
+	if (d->nclients >= d->conf.max_clients)
+		return "max_clients";
+	for (const struct msqd_client *c = d->clients; c; c = c->next)
+		same += c->fd >= 0 && c->uid == uid;
+	return same >= d->conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
 }
 
 void msqd_server_accept(struct msqd *d)
 {
 	for (;;) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		const char *why;
 		int fd, pidfd;
-		pid_t pid = 0;
-		uid_t uid = 0;
 
 		if (MSQ_FAULT("madvseq/daemon/socket/accept"))
 			return;
@@ -300,25 +137,33 @@ void msqd_server_accept(struct msqd *d)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
-		if (d->nclients >= d->conf.max_clients) {
-			log_warn("%u clients: refusing more (max_clients)", d->nclients);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
 			close(fd);
 			continue;
 		}
-		pidfd = peer_pidfd(fd, &pid, &uid);
+		if ((why = over_limit(d, cr.uid))) {
+			d->refused_clients++;
+			if (!d->limit_warned)
+				log_warn("uid %u: refusing clients (%s)", (unsigned)cr.uid, why);
+			d->limit_warned = true;
+			close(fd);
+			continue;
+		}
+		pidfd = msqd_peer_pidfd(d->proc_root, fd, &cr);
 		if (pidfd < 0) {
 			log_debug("peer identity: %s", strerror(-pidfd));
+			d->refused_clients++;
 			close(fd);
 			continue;
 		}
-		if (!msqd_client_new(d, fd, pidfd, pid, uid)) {
+		if (!msqd_client_new(d, fd, pidfd, cr.pid, cr.uid)) {
 			close(pidfd);
 			close(fd);
 		}
 	}
 }
 
-static int send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
+int msqd_send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
 {
 	struct msq_msg_hdr *h = msg;
 
@@ -330,16 +175,16 @@ static int send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t si
 	return 0;
 }
 
-static int send_error(struct msqd_client *c, uint32_t seq, int status)
+int msqd_send_error(struct msqd_client *c, uint32_t seq, int status)
 {
 	struct msq_msg_error m = { .status = status, .version = MSQ_PROTO_VERSION };
 
-	return send_msg(c, &m, MSQ_MSG_ERROR, sizeof(m), seq);
+	return msqd_send_msg(c, &m, MSQ_MSG_ERROR, sizeof(m), seq);
 }
 
 /* A text answer in chunks, blocking up to a few seconds: madvseqctl waits
  * for it, and only privileged users may ask. */
-static int send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
+int msqd_send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
 {
 	static char buf[MSQ_MSG_MAX];
 	struct msq_msg_text *m = (struct msq_msg_text *)buf;
@@ -367,180 +212,6 @@ static int send_text(struct msqd_client *c, uint32_t seq, const char *text, size
 	} while (len);
 	fcntl(c->fd, F_SETFL, fl);
 	return rc;
-}
-
-static size_t expected_size(uint16_t type)
-{
-	switch (type) {
-	case MSQ_MSG_HELLO: return sizeof(struct msq_msg_hello);
-	case MSQ_MSG_REGISTER: return sizeof(struct msq_msg_register);
-	case MSQ_MSG_UNREGISTER: return sizeof(struct msq_msg_unregister);
-	case MSQ_MSG_POLICY_GET: return sizeof(struct msq_msg_hdr);
-	case MSQ_MSG_STATUS: return sizeof(struct msq_msg_hdr);
-	case MSQ_MSG_STATS: return sizeof(struct msq_msg_stats_req);
-	}
-	return 0;
-}
-
-/* Fixed-size messages have exactly their size; REGISTER may carry its
- * snapshot after the fixed part. */
-static bool size_ok(uint16_t type, const void *buf, size_t n)
-{
-	const struct msq_msg_register *r = buf;
-	size_t fixed = expected_size(type);
-
-	if (type != MSQ_MSG_REGISTER || n < fixed)
-		return fixed && n == fixed;
-	return r->nprecached <= MSQ_REGISTER_MAX_PRECACHED &&
-	       n == fixed + r->nprecached * sizeof(struct msq_wire_range) &&
-	       (r->nprecached == 0 || r->flags & MSQ_REGION_SNAPSHOT);
-}
-
-static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m)
-{
-	struct msq_msg_welcome w = { 0 };
-	int rc;
-
-	if (m->flags & ~(MSQ_HELLO_SHIM | MSQ_HELLO_CTL) || m->pad ||
-	    !(m->flags & MSQ_HELLO_SHIM) == !(m->flags & MSQ_HELLO_CTL))
-		return -EINVAL;
-	c->hello = true;
-	if (m->flags & MSQ_HELLO_CTL) {
-		/* Status names processes and cgroups: root or the daemon's user. */
-		if (c->uid != 0 && c->uid != geteuid()) {
-			send_error(c, m->h.seq, -EPERM);
-			return -EPERM;
-		}
-		c->ctl = true;
-	} else {
-		if ((rc = msqd_client_attach(d, c)) < 0) {
-			log_info("pid %d: cannot manage it (%s); it goes on by itself", (int)c->pid,
-				 strerror(-rc));
-			send_error(c, m->h.seq, rc);
-			return rc;
-		}
-		d->nshim++;
-		c->counted = true;
-		w.flags = MSQ_WELCOME_DELEGATE;
-		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
-			  c->cg->path);
-	}
-	return send_msg(c, &w, MSQ_MSG_WELCOME, sizeof(w), m->h.seq);
-}
-
-static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_msg_register *m)
-{
-	struct msq_msg_result res = { .id = m->id };
-
-	if (m->flags & ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE | MSQ_REGION_SNAPSHOT))
-		return -EINVAL;
-	if (m->start % 4096 || m->length % 4096 || !m->length || m->start + m->length < m->start ||
-	    m->start + m->length > (UINT64_C(1) << 57) || m->offset % 4096)
-		res.status = -EINVAL;
-	else if (c->nr >= MAX_REGIONS_PER_CLIENT)
-		res.status = -ENOSPC;
-	else
-		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
-					     m->offset, false, NULL, false, false,
-					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
-					     m->nprecached);
-	if (res.status < 0) {
-		d->refused_regions++;
-		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,
-			  (unsigned long long)m->start, (unsigned long long)m->length,
-			  strerror(-res.status));
-	}
-	return send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
-}
-
-static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq_msg_unregister *m)
-{
-	struct msq_msg_result res = { 0 };
-	uint64_t end = m->start + m->length;
-
-	if (m->pad || m->flags & ~MSQ_UNREGISTER_FINAL)
-		return -EINVAL;
-	if (end < m->start)
-		end = UINT64_MAX;
-	for (size_t i = c->nr; i-- > 0;) {
-		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
-			continue;
-		/* Still mapped: the client waits for this answer to unmap.
-		 * (Unless it gave up waiting and exited: then through the
-		 * file.) */
-		if (m->flags & MSQ_UNREGISTER_FINAL) {
-			msqd_region_final_drop(d, c, i, m->start, end);
-			if (c->dead)
-				continue; /* through the file, once it has exited */
-		}
-		msqd_region_remove(d, c, i);
-	}
-	if (c->dead)
-		return 0; /* and it waits for no answer */
-	return send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
-}
-
-static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h)
-{
-	const struct msqd_policy *p = c->cg->pol;
-	struct msq_msg_policy m = {
-		.mode = p->mode, .read = p->read, .lag = p->lag,
-		.interval_ns = d->conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
-	};
-
-	return send_msg(c, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
-}
-
-static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h, bool stats,
-		   uint32_t format)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	int rc;
-
-	if (stats && format > MSQ_STATS_PROMETHEUS)
-		return -EINVAL;
-	rc = stats ? msqd_stats_text(d, format == MSQ_STATS_PROMETHEUS, &buf, &len)
-		   : msqd_status_text(d, &buf, &len);
-	if (rc < 0) {
-		send_error(c, h->seq, rc);
-		return 0;
-	}
-	return send_text(c, h->seq, buf, len);
-}
-
-/* Handles one message; < 0 ends the connection. */
-static int handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n)
-{
-	const struct msq_msg_hdr *h = buf;
-
-	if (n < sizeof(*h) || h->magic != MSQ_PROTO_MAGIC)
-		return -EBADMSG;
-	if (h->version != MSQ_PROTO_VERSION) {
-		send_error(c, h->seq, -EPROTONOSUPPORT);
-		return -EPROTONOSUPPORT;
-	}
-	if (h->size != n || !size_ok(h->type, buf, n))
-		return -EBADMSG; /* truncated, padded, or of an unknown type */
-	if (!c->hello && h->type != MSQ_MSG_HELLO)
-		return -EPROTO;
-	switch (h->type) {
-	case MSQ_MSG_HELLO:
-		if (c->hello)
-			return -EPROTO;
-		return on_hello(d, c, buf);
-	case MSQ_MSG_REGISTER:
-		return c->ctl ? -EPROTO : on_register(d, c, buf);
-	case MSQ_MSG_UNREGISTER:
-		return c->ctl ? -EPROTO : on_unregister(d, c, buf);
-	case MSQ_MSG_POLICY_GET:
-		return c->ctl ? -EPROTO : on_policy(d, c, buf);
-	case MSQ_MSG_STATUS:
-		return !c->ctl ? -EPROTO : on_text(d, c, buf, false, 0);
-	case MSQ_MSG_STATS:
-		return !c->ctl ? -EPROTO : on_text(d, c, buf, true, ((const struct msq_msg_stats_req *)buf)->format);
-	}
-	return -EBADMSG;
 }
 
 void msqd_server_readable(struct msqd *d, struct msqd_client *c)
@@ -573,7 +244,7 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 		if (mh.msg_flags & MSG_TRUNC || (size_t)n > MSQ_MSG_MAX)
 			rc = -EMSGSIZE;
 		else
-			rc = handle(d, c, buf, (size_t)n);
+			rc = msqd_handle(d, c, buf, (size_t)n);
 		if (c->closing_ns)
 			return; /* it went while we answered */
 		if (rc < 0) {

@@ -21,6 +21,41 @@
  *       its pid: the daemon must have dropped the client and the child's
  *       messages must go nowhere.
  *
+ * Run as an unprivileged user (the attacks of issue 10):
+ *
+ *   hostile SOCKET unaligned-unregister FILE
+ *       UNREGISTER FINAL of a range that starts inside a page: EINVAL or a
+ *       hang-up, never a daemon spinning in a page loop.
+ *   hostile SOCKET snapshot-ranges FILE
+ *       REGISTERs whose snapshot is unaligned, unsorted, or outside the
+ *       region: each EINVAL; a true one is accepted.
+ *   hostile SOCKET second-hello
+ *       HELLO twice: the daemon hangs up.
+ *   hostile SOCKET status-nonroot
+ *       madvseqctl's HELLO from another user: EPERM.
+ *   hostile SOCKET never-reads
+ *       pipelines requests and reads no answer: the daemon hangs up.
+ *   hostile SOCKET conn-flood N
+ *       N connections, each saying HELLO; prints how many were welcomed,
+ *       then holds them until its stdin ends.
+ *   hostile SOCKET region-flood FILE N
+ *       N one-page regions from one client; prints accepted and refused.
+ *   hostile SOCKET sparse FILE N
+ *       N REGISTERs of the whole mapping of FILE (a huge sparse file).
+ *   hostile SOCKET exec-setuid FILE PROG
+ *       a process connects and says HELLO through a child that keeps the
+ *       socket, then execs PROG (a setuid-root copy of this program,
+ *       "hold FILE"); the child aims REGISTER and UNREGISTER FINAL at
+ *       the setuid process's mapping: both must be EPERM.
+ *   hostile SOCKET reuse-connect
+ *       connects, leaves the socket to a child and exits; the child prints
+ *       "pid=N", reads "ADDR LEN DEV INO" (the mapping of the process that
+ *       took pid N) from stdin, then tries HELLO, REGISTER and UNREGISTER
+ *       FINAL on it: none may be accepted.
+ *   hostile - hold FILE
+ *       maps FILE, reads every page, prints "pid=N map=ADDR len=LEN dev=D
+ *       ino=I" and sleeps (a victim).
+ *
  * Each prints what it saw; exit 0 pass, 1 fail, 77 cannot run here.
  */
 #include <errno.h>
@@ -453,6 +488,387 @@ static int pid_reuse(const char *file)
 	}
 }
 
+static int result(int fd, uint32_t *seq_out)
+{
+	struct msq_msg_result r;
+	ssize_t n = reply(fd, &r, sizeof(r), 3000);
+
+	if (n == 0 || n == -ECONNRESET)
+		return -ECONNRESET;
+	if (n < (ssize_t)sizeof(struct msq_msg_hdr))
+		return n < 0 ? (int)n : -EPROTO;
+	if (r.h.type == MSQ_MSG_ERROR)
+		return ((struct msq_msg_error *)&r)->status;
+	if (n != sizeof(r) || r.h.type != MSQ_MSG_RESULT)
+		return -EPROTO;
+	if (seq_out)
+		*seq_out = r.h.seq;
+	return r.status;
+}
+
+static int unregister(int fd, uint64_t start, uint64_t len, uint32_t flags)
+{
+	struct msq_msg_unregister u = { .start = start, .length = len, .flags = flags };
+
+	if (msg(fd, &u, MSQ_MSG_UNREGISTER, sizeof(u)) < 0)
+		return -EPIPE;
+	return result(fd, NULL);
+}
+
+static int unaligned_unregister(const char *file)
+{
+	struct mapped m = map_file(file);
+	uint64_t a = (uintptr_t)m.p;
+	int fd = conn(), rc;
+
+	if (hello(fd) < 0 || reg(fd, 1, a, 4096, m.st.st_dev, m.st.st_ino, 0, true) != 0) {
+		printf("could not register one page\n");
+		return 1;
+	}
+	/* The page resident, so that the final drop has it to check. */
+	(void)*(volatile char *)m.p;
+	rc = unregister(fd, a + 0xa00, 4096, MSQ_UNREGISTER_FINAL);
+	printf("UNREGISTER FINAL of page + 0xa00 -> %s\n", rc == -ECONNRESET ? "hang-up" : strerror(-rc));
+	return rc == -EINVAL || rc == -ECONNRESET ? 0 : 1;
+}
+
+static int snapshot_ranges(const char *file)
+{
+	struct mapped m = map_file(file);
+	uint64_t a = (uintptr_t)m.p, P = 4096;
+	int fd = conn(), fails = 0;
+	struct {
+		const char *what;
+		struct msq_wire_range v[2];
+		int want;
+	} cases[] = {
+		{ "unaligned", { { a + 0x10, a + P }, { 0, 0 } }, -EINVAL },
+		{ "unsorted", { { a + 2 * P, a + 3 * P }, { a, a + P } }, -EINVAL },
+		{ "outside the region", { { a + 16 * P, a + 17 * P }, { 0, 0 } }, -EINVAL },
+		{ "empty range", { { a + P, a + P }, { 0, 0 } }, -EINVAL },
+		{ "the truth", { { a, a + P }, { a + 2 * P, a + 3 * P } }, 0 },
+	};
+
+	if (hello(fd) < 0)
+		return 1;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct {
+			struct msq_msg_register r;
+			struct msq_wire_range v[2];
+		} q = { .r = { .id = i + 1, .start = a, .length = 8 * P, .dev = m.st.st_dev,
+			       .ino = m.st.st_ino, .flags = MSQ_REGION_SHARED | MSQ_REGION_SNAPSHOT,
+			       .nprecached = cases[i].v[1].end ? 2 : 1 } };
+		uint32_t size = (uint32_t)(sizeof(q.r) + q.r.nprecached * sizeof(q.v[0]));
+		int rc;
+
+		memcpy(q.v, cases[i].v, sizeof(q.v));
+		if (msg(fd, &q, MSQ_MSG_REGISTER, size) < 0)
+			return 1;
+		rc = result(fd, NULL);
+		printf("snapshot %-18s -> %s%s\n", cases[i].what, rc ? strerror(-rc) : "accepted",
+		       rc == cases[i].want ? "" : "  (WRONG)");
+		fails += rc != cases[i].want;
+	}
+	return fails ? 1 : 0;
+}
+
+static int second_hello(void)
+{
+	int fd = conn();
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+
+	if (hello(fd) < 0) {
+		printf("no welcome\n");
+		return 1;
+	}
+	msg(fd, &h, MSQ_MSG_HELLO, sizeof(h));
+	if (!hung_up(fd, 3000)) {
+		printf("second HELLO: the daemon kept the connection\n");
+		return 1;
+	}
+	printf("second HELLO: the daemon hung up\n");
+	return 0;
+}
+
+static int status_nonroot(void)
+{
+	int fd = conn();
+	struct msq_msg_hello h = { .flags = MSQ_HELLO_CTL };
+	char buf[256];
+	ssize_t n;
+
+	msg(fd, &h, MSQ_MSG_HELLO, sizeof(h));
+	n = reply(fd, buf, sizeof(buf), 3000);
+	if (n >= (ssize_t)sizeof(struct msq_msg_error) && ((struct msq_msg_hdr *)buf)->type == MSQ_MSG_ERROR) {
+		printf("status HELLO as uid %u -> %s\n", (unsigned)getuid(),
+		       strerror(-((struct msq_msg_error *)buf)->status));
+		return ((struct msq_msg_error *)buf)->status == -EPERM ? 0 : 1;
+	}
+	printf("status HELLO as uid %u -> %s\n", (unsigned)getuid(), n > 0 ? "welcomed (WRONG)" : "hang-up");
+	return n > 0 ? 1 : 0;
+}
+
+static int never_reads(void)
+{
+	int fd = conn(), sent = 0, sz = 4096;
+	struct msq_msg_register r = { .start = 0x10001, .length = 4096 }; /* refused: EINVAL */
+	char buf[256];
+
+	if (hello(fd) < 0)
+		return 1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (; sent < 1000000; sent++) {
+		r.id = (uint64_t)sent;
+		r.h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, MSQ_MSG_REGISTER, sizeof(r), ++g_seq };
+		if (send(fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(r)) {
+			if (errno == EAGAIN) {
+				usleep(10000);
+				if (send(fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(r))
+					continue;
+				if (errno == EAGAIN)
+					continue;
+			}
+			break;
+		}
+	}
+	/* Whatever answers were queued, then the end. */
+	for (int i = 0; i < 1000000; i++) {
+		ssize_t n = reply(fd, buf, sizeof(buf), 5000);
+
+		if (n == 0 || n == -ECONNRESET) {
+			printf("sent %d requests without reading: the daemon hung up\n", sent);
+			return 0;
+		}
+		if (n < 0)
+			break;
+	}
+	printf("sent %d requests without reading: still connected (WRONG)\n", sent);
+	return 1;
+}
+
+static int conn_flood(int n)
+{
+	struct rlimit rl;
+	int welcomed = 0, refused = 0;
+	char line[16];
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g_sock);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    msg(fd, &h, MSQ_MSG_HELLO, sizeof(h)) < 0) {
+			refused++;
+			close(fd);
+			continue;
+		}
+		/* (left open: the flood) */
+	}
+	/* Answers: a WELCOME, or the connection closed. */
+	for (int fd = 3; fd < (int)rl.rlim_cur && fd < n + 64; fd++) {
+		char buf[256];
+		ssize_t r = reply(fd, buf, sizeof(buf), 50);
+
+		if (r > 0 && ((struct msq_msg_hdr *)buf)->type == MSQ_MSG_WELCOME)
+			welcomed++;
+	}
+	printf("%d connections tried: %d welcomed, %d refused at connect\nholding\n", n, welcomed, refused);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin))
+		;
+	return 0;
+}
+
+static int region_flood(const char *file, int n)
+{
+	struct mapped m = map_file(file);
+	int fd = conn(), ok = 0, nospc = 0, other = 0;
+
+	if (hello(fd) < 0)
+		return 1;
+	if ((size_t)n * 8192 > m.len)
+		n = (int)(m.len / 8192);
+	/* Pipelined 32 at a time, answers read (a client that reads). */
+	for (int i = 0; i < n; i += 32) {
+		int k = n - i < 32 ? n - i : 32;
+
+		for (int j = 0; j < k; j++)
+			reg(fd, (uint64_t)(i + j) + 1, (uintptr_t)m.p + (uint64_t)(i + j) * 8192, 4096,
+			    m.st.st_dev, m.st.st_ino, (uint64_t)(i + j) * 8192, false);
+		for (int j = 0; j < k; j++) {
+			int rc = result(fd, NULL);
+
+			ok += rc == 0;
+			nospc += rc == -ENOSPC;
+			other += rc != 0 && rc != -ENOSPC;
+			if (rc == -ECONNRESET) {
+				printf("hang-up after %d\n", i + j);
+				i = n;
+				break;
+			}
+		}
+	}
+	printf("%d regions asked: %d accepted, %d refused (ENOSPC), %d other\n", n, ok, nospc, other);
+	return 0;
+}
+
+static int sparse(const char *file, int n)
+{
+	struct mapped m = map_file(file);
+	int fd = conn(), ok = 0, nospc = 0, other = 0;
+
+	if (hello(fd) < 0)
+		return 1;
+	for (int i = 0; i < n; i += 20) {
+		int k = n - i < 20 ? n - i : 20;
+
+		for (int j = 0; j < k; j++)
+			reg(fd, (uint64_t)(i + j) + 1, (uintptr_t)m.p, m.len, m.st.st_dev, m.st.st_ino, 0, false);
+		for (int j = 0; j < k; j++) {
+			int rc = result(fd, NULL);
+
+			ok += rc == 0;
+			nospc += rc == -ENOSPC;
+			other += rc != 0 && rc != -ENOSPC;
+		}
+	}
+	printf("%d REGISTERs of %zu GiB: %d accepted, %d refused (ENOSPC), %d other\n", n,
+	       m.len >> 30, ok, nospc, other);
+	return other ? 1 : 0;
+}
+
+static __attribute__((noreturn)) void hold(const char *file)
+{
+	struct mapped m = map_file(file);
+	volatile char s = 0;
+
+	for (size_t i = 0; i < m.len; i += 4096)
+		s += ((char *)m.p)[i];
+	printf("pid=%d map=%#llx len=%zu dev=%llu ino=%llu\n", (int)getpid(),
+	       (unsigned long long)(uintptr_t)m.p, m.len, (unsigned long long)m.st.st_dev,
+	       (unsigned long long)m.st.st_ino);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* The victim's mapping, as hold printed it. */
+static bool parse_hold(const char *line, pid_t *pid, uint64_t *a, uint64_t *len, uint64_t *dev,
+		       uint64_t *ino)
+{
+	int p;
+	unsigned long long x, l, d, i;
+
+	if (sscanf(line, "pid=%d map=%llx len=%llu dev=%llu ino=%llu", &p, &x, &l, &d, &i) != 5)
+		return false;
+	*pid = p;
+	*a = x;
+	*len = l;
+	*dev = d;
+	*ino = i;
+	return true;
+}
+
+/* REGISTER and UNREGISTER FINAL aimed at another's mapping: how many were
+ * accepted (0 to pass). */
+static int aim(int fd, uint64_t a, uint64_t len, uint64_t dev, uint64_t ino)
+{
+	int r1 = reg(fd, 7, a, len, dev, ino, 0, true);
+	int r2 = r1 == -ECONNRESET ? -ECONNRESET : unregister(fd, a, len, MSQ_UNREGISTER_FINAL);
+
+	printf("REGISTER of its mapping -> %s\nUNREGISTER FINAL -> %s\n",
+	       r1 == -ECONNRESET ? "hang-up" : r1 ? strerror(-r1) : "accepted",
+	       r2 == -ECONNRESET ? "hang-up" : r2 ? strerror(-r2) : "accepted");
+	return (r1 == 0) + (r2 == 0);
+}
+
+static int exec_setuid(const char *file, const char *prog)
+{
+	int go[2], out[2], fd = conn(), status;
+	pid_t child;
+	char line[256];
+	FILE *f;
+
+	if (pipe(go) < 0 || pipe(out) < 0)
+		return 1;
+	child = fork();
+	if (child == 0) {
+		pid_t pid;
+		uint64_t a, len, dev, ino;
+		int bad;
+
+		close(go[0]);
+		close(out[1]);
+		/* HELLO for the parent (still this user's), then let it exec. */
+		if (hello(fd) < 0) {
+			printf("no welcome before the exec\n");
+			_exit(1);
+		}
+		if (write(go[1], "x", 1) != 1)
+			_exit(1);
+		f = fdopen(out[0], "r");
+		if (!f || !fgets(line, sizeof(line), f) || !parse_hold(line, &pid, &a, &len, &dev, &ino)) {
+			printf("the setuid program did not start\n");
+			_exit(1);
+		}
+		printf("setuid victim: %s", line);
+		bad = aim(fd, a, len, dev, ino);
+		_exit(bad ? 1 : 0);
+	}
+	close(go[1]);
+	close(out[0]);
+	if (read(go[0], line, 1) != 1)
+		_exit(1);
+	dup2(out[1], 1);
+	execl(prog, prog, "-", "hold", file, (char *)NULL);
+	perror(prog);
+	waitpid(child, &status, 0);
+	return 1;
+}
+
+static int reuse_connect(void)
+{
+	int fd = conn();
+	pid_t me = getpid(), c = fork();
+	char line[256];
+
+	if (c < 0)
+		return 1;
+	if (c > 0)
+		_exit(0); /* the connected process is gone; its pid is free */
+	{
+		pid_t pid;
+		uint64_t a, len, dev, ino;
+		struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+		char buf[256];
+		ssize_t n;
+
+		printf("pid=%d\n", (int)me);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin) || !parse_hold(line, &pid, &a, &len, &dev, &ino)) {
+			printf("no victim\n");
+			return 1;
+		}
+		msg(fd, &h, MSQ_MSG_HELLO, sizeof(h));
+		n = reply(fd, buf, sizeof(buf), 5000);
+		if (n <= 0 || ((struct msq_msg_hdr *)buf)->type != MSQ_MSG_WELCOME) {
+			printf("HELLO for pid %d (now another process) -> %s\n", (int)pid,
+			       n <= 0 ? "hang-up" : strerror(-((struct msq_msg_error *)buf)->status));
+			return 0;
+		}
+		printf("HELLO for pid %d (now another process) -> welcomed\n", (int)pid);
+		return aim(fd, a, len, dev, ino) ? 1 : 0;
+	}
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -477,6 +893,28 @@ int main(int argc, char **argv)
 		return exit_mid(atoi(argv[3]), argv[4]);
 	if (!strcmp(cmd, "pid-reuse") && argc == 4)
 		return pid_reuse(argv[3]);
+	if (!strcmp(cmd, "unaligned-unregister") && argc == 4)
+		return unaligned_unregister(argv[3]);
+	if (!strcmp(cmd, "snapshot-ranges") && argc == 4)
+		return snapshot_ranges(argv[3]);
+	if (!strcmp(cmd, "second-hello") && argc == 3)
+		return second_hello();
+	if (!strcmp(cmd, "status-nonroot") && argc == 3)
+		return status_nonroot();
+	if (!strcmp(cmd, "never-reads") && argc == 3)
+		return never_reads();
+	if (!strcmp(cmd, "conn-flood") && argc == 4)
+		return conn_flood(atoi(argv[3]));
+	if (!strcmp(cmd, "region-flood") && argc == 5)
+		return region_flood(argv[3], atoi(argv[4]));
+	if (!strcmp(cmd, "sparse") && argc == 5)
+		return sparse(argv[3], atoi(argv[4]));
+	if (!strcmp(cmd, "exec-setuid") && argc == 5)
+		return exec_setuid(argv[3], argv[4]);
+	if (!strcmp(cmd, "reuse-connect") && argc == 3)
+		return reuse_connect();
+	if (!strcmp(cmd, "hold") && argc == 4)
+		hold(argv[3]);
 	if (argc == 3)
 		return bad_message(cmd);
 	fprintf(stderr, "hostile: bad arguments\n");

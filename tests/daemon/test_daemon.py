@@ -61,6 +61,14 @@ class Daemon:
         self.log = os.path.join(wd, name + ".log")
         with open(self.conf, "w") as f:
             f.write(conf)
+        # MADVSEQ_STRACE=DIR: every daemon runs under strace, its file
+        # system calls logged to DIR (see the attack cases).
+        trace = os.environ.get("MADVSEQ_STRACE")
+        self.traced = bool(trace) and not any("strace" in a for a in prefix)
+        if self.traced:
+            prefix = ["strace", "-f", "-qq", "-e", "trace=%file,openat2,statfs", "-o",
+                      os.path.join(trace, "%s-%s-%d.log" % (os.path.basename(wd), name, os.getpid()))] + list(prefix)
+        self.traced = self.traced or any("strace" in a for a in prefix)
         self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
         self.env = env or plain_env()
         if prefix:
@@ -113,9 +121,16 @@ class Daemon:
         self.p.send_signal(signal.SIGKILL)
         self.p.wait()
 
+    @property
+    def pid(self):
+        """The daemon's own pid (under strace -f, strace's child)."""
+        return daemon_pid(self.p) if self.traced else self.p.pid
+
     def stop(self):
         """SIGTERM; a crash or a sanitizer report fails the test."""
         if self.p.poll() is None:
+            if self.traced:
+                os.kill(self.pid, signal.SIGTERM)  # (strace would not pass it on)
             self.p.send_signal(signal.SIGTERM)
             try:
                 self.p.wait(timeout=10)
@@ -494,6 +509,38 @@ def case_final_drop(end):
     done()
 
 
+def case_cgroup_removed():
+    """A cgroup's record goes once the cgroup was removed and nothing
+    refers to it: hosts with a cgroup per job must not grow the daemon's
+    state (and status) for good."""
+    need_root()
+    with Workdir("cgroup-removed") as wd:
+        data = wd.file("data", 128 * M)
+        cg = Cgroup("removed", 1 << 30)
+        name = os.path.basename(cg.path)
+        try:
+            d = Daemon(wd.path, "[test]\nmatch = %s\nmode = pageout\n" % cg_glob(cg))
+            evict(data)
+            p = stream([tool("STREAMER"), data, "200", "0", "1"], shim_env(MADVSEQ_SOCKET=d.sock), cg)
+            p.communicate(timeout=60)
+            st = d.status()
+            check(name in st, "the cgroup is in the status while it has a stream")
+        finally:
+            cg.remove()
+        t0 = time.time()
+        while name in d.status() and time.time() - t0 < 5:
+            time.sleep(0.2)
+        st = d.status()
+        print("\n".join(l for l in st.splitlines() if l.startswith("cgroups:")))
+        check(name not in st, "after rmdir its record is gone (%.1f s)" % (time.time() - t0))
+        check(re.search(r"cgroups: \d+ known, [1-9]\d* removed", st) is not None,
+              "status counts the removed cgroups forgotten")
+        if failures_now():
+            d.dump_log()
+        d.stop()
+    done()
+
+
 def settle(path, limit, timeout=3.0):
     """What stays cached of path once it is at most limit, or at timeout."""
     t0 = time.time()
@@ -741,6 +788,407 @@ def case_hostile(what):
     done()
 
 
+# Attacks of an unprivileged local user (uid nobody), each followed by
+# root's status, which must answer in under STATUS_MS, with the daemon's
+# resident memory under RSS_MAX all along.
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+STATUS_MS = 100
+RSS_MAX = 64 * M
+
+
+def status_ms(sock):
+    """Root's status over the socket, in-process: milliseconds from
+    connect to the last chunk (None: no answer)."""
+    import struct
+    hdr = lambda t, size, seq: struct.pack("=IHHII", 0x3151534d, 2, t, size, seq)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    t0 = time.monotonic()
+    try:
+        s.connect(sock)
+        s.send(hdr(1, 24, 1) + struct.pack("=II", 2, 0))  # HELLO, madvseqctl
+        s.recv(65536)
+        s.send(hdr(5, 16, 2))  # STATUS
+        while True:
+            b = s.recv(70000)
+            if len(b) < 24 or struct.unpack_from("=IHHII", b)[2] != 104:
+                return None
+            if struct.unpack_from("=I", b, 16)[0] & 1:
+                break
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return (time.monotonic() - t0) * 1000
+
+
+class RssWatch:
+    """The daemon's VmRSS, sampled every 20 ms; .peak in bytes."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.peak, self.stopped = pid, 0, False
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        while not self.stopped:
+            try:
+                for line in open("/proc/%d/status" % self.pid):
+                    if line.startswith("VmRSS:"):
+                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    def stop(self):
+        self.stopped = True
+        self.t.join()
+        return self.peak
+
+
+def daemon_pid(p):
+    """The daemon's pid under a wrapper that forks it (strace -f)."""
+    for _ in range(100):
+        try:
+            kids = open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()
+        except OSError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.02)
+    return p.pid
+
+
+def mapping_rss(pid, addr):
+    """Rss of the mapping that starts at addr in pid, in bytes."""
+    found = False
+    for line in open("/proc/%d/smaps" % pid):
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            found = int(line.split("-")[0], 16) == addr
+        elif found and line.startswith("Rss:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def fiu_prefix(*points):
+    if os.environ.get("MADVSEQ_FIU") != "1":
+        skip("fault points are compiled out (configure with -Dfiu=enabled)")
+    if subprocess.run(["sh", "-c", "command -v fiu-run"], stdout=subprocess.PIPE).returncode:
+        skip("fiu-run (fiu-utils) not installed")
+    prefix = ["fiu-run", "-f", ""]
+    for p in points:
+        prefix += ["-c", "enable name=" + p]
+    return prefix
+
+
+def after_attack(d, what, rss, pid=None):
+    """Root's status, timed; the daemon's peak RSS."""
+    ms = status_ms(d.sock)
+    peak = rss.stop()
+    print("%s: root's status answered in %s ms; daemon RSS peak %.1f MiB" % (
+        what, "%.1f" % ms if ms is not None else "(no answer)", peak / M))
+    check(ms is not None and ms < STATUS_MS, "root's status answers in < %d ms" % STATUS_MS)
+    check(peak < RSS_MAX, "daemon RSS stays under %d MiB" % (RSS_MAX // M))
+    check(d.alive(), "the daemon is still running")
+
+
+def case_attack(what):
+    need_root()
+    with Workdir("attack-" + what) as wd:
+        os.chmod(wd.path, 0o755)
+        h = tool("HOSTILE")
+        conf = "[daemon]\nhello_timeout = 300ms\n"
+        prefix, extra, stdin = [], [], None
+        if what == "sparse":
+            conf += "max_client_bytes = 8T\n"
+        if what == "symlink-swap":
+            # No descriptor held for the region: the path is all there is.
+            prefix = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2,statfs,stat,newfstatat,"
+                      "readlink,execve", "-o", os.path.join(wd.path, "strace.log")] + \
+                fiu_prefix("madvseq/daemon/proc/map_files")
+        if what == "pid-reuse-nopeerpidfd":
+            prefix = fiu_prefix("madvseq/daemon/socket/peerpidfd")
+        conf += "[/*]\nmode = pageout\n"
+        d = Daemon(wd.path, conf, prefix=prefix)
+        dpid = d.pid
+        rss = RssWatch(dpid)
+        data = wd.file("data", 64 * M)
+        os.chmod(data, 0o644)
+        if what in ("unaligned-unregister", "snapshot-ranges"):
+            extra = [data]
+            # Not cached before: the page the client reads is the final
+            # drop's to check (pages cached before are kept unchecked).
+            evict(data)
+        elif what == "region-flood":
+            big = os.path.join(wd.path, "sparse-512M")
+            open(big, "w").close()
+            os.truncate(big, 512 * M)
+            os.chmod(big, 0o644)
+            extra = [big, "65536"]
+        elif what == "conn-flood":
+            extra = ["4200"]
+        elif what == "sparse":
+            for size, n in ((15 << 40, 20), (4 << 40, 200)):
+                f = os.path.join(wd.path, "sparse-%d" % size)
+                open(f, "w").close()
+                os.truncate(f, size)
+                os.chmod(f, 0o644)
+                p = subprocess.run(NOBODY + [h, d.sock, "sparse", f, str(n)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, timeout=120)
+                print(p.stdout.strip())
+                if size > 8 << 40:
+                    check("0 accepted" in p.stdout, "a client over max_client_bytes is refused")
+                else:
+                    check("%d accepted" % n in p.stdout, "sparse mappings under the cap are accepted")
+                ms = status_ms(d.sock)
+                print("  root's status right after: %.1f ms" % ms if ms is not None else "  no status")
+                check(ms is not None and ms < STATUS_MS, "root's status answers in < %d ms" % STATUS_MS)
+            after_attack(d, what, rss)
+            d.stop()
+            done()
+        if what == "exec-setuid":
+            return attack_exec_setuid(wd, d, h, rss)
+        if what == "pid-reuse-nopeerpidfd":
+            return attack_pid_reuse(wd, d, h, rss)
+        if what == "symlink-swap":
+            return attack_symlink_swap(wd, d, h, rss)
+        if what == "discovery-flood":
+            return attack_discovery_flood(wd, d, rss)
+        if what == "conn-flood":
+            p = subprocess.Popen(NOBODY + [h, d.sock, what] + extra, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            out = ""
+            for line in p.stdout:
+                out += line
+                if line.startswith("holding"):
+                    break
+            print(out.strip())
+            m = re.search(r"(\d+) welcomed", out)
+            check(m and int(m.group(1)) <= 64, "one user gets at most max_clients_per_uid (64) connections")
+            after_attack(d, what + " (connections held)", rss)
+            rss = RssWatch(dpid)
+            p.stdin.close()
+            p.wait()
+            after_attack(d, what, rss)
+            d.stop()
+            done()
+        p = subprocess.run(NOBODY + [h, d.sock, what] + extra, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=300)
+        print(p.stdout.strip())
+        check(p.returncode == 0, "%s: handled as expected" % what)
+        if what == "region-flood":
+            m = re.search(r"(\d+) accepted", p.stdout)
+            check(m and int(m.group(1)) <= 1024, "one client gets at most max_regions_per_client (1024)")
+        after_attack(d, what, rss)
+        if failures_now():
+            d.dump_log()
+        d.stop()
+    done()
+
+
+def attack_exec_setuid(wd, d, h, rss):
+    """HELLO through a child, then the connected process execs a setuid
+    program: REGISTER and UNREGISTER FINAL on its mapping are EPERM and
+    its pages stay."""
+    prog = os.path.join(wd.path, "setuid-hostile")
+    shutil.copy(h, prog)
+    os.chown(prog, 0, 0)
+    os.chmod(prog, 0o4755)
+    secret = wd.file("root-only", 8 * M)
+    os.chmod(secret, 0o600)
+    p = subprocess.Popen(NOBODY + [h, d.sock, "exec-setuid", secret, prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    out, victim, addr, length = "", None, None, None
+    t0 = time.time()
+    for line in p.stdout:
+        out += line
+        m = re.search(r"pid=(\d+) map=(0x[0-9a-f]+) len=(\d+)", line)
+        if m:
+            victim, addr, length = int(m.group(1)), int(m.group(2), 16), int(m.group(3))
+        if line.startswith("UNREGISTER FINAL") or "did not start" in line or time.time() - t0 > 20:
+            break
+    print(out.strip())
+    if victim is None:
+        p.kill()
+        if "Operation not permitted" in out or "nosuid" in out:
+            skip("setuid programs cannot run from %s" % wd.path)
+        check(False, "the setuid victim started")
+        d.stop()
+        done()
+    time.sleep(0.3)  # a cycle's worth
+    uids = [l for l in open("/proc/%d/status" % victim) if l.startswith("Uid:")][0].split()[1:4]
+    print("victim pid %d uids %s" % (victim, " ".join(uids)))
+    check(uids[1] == "0", "the victim runs setuid root")
+    rss_after = mapping_rss(victim, addr)
+    print("victim's mapping: %d of %d bytes resident" % (rss_after or 0, length))
+    check("REGISTER of its mapping -> Operation not permitted" in out, "REGISTER aimed at it: EPERM")
+    check("UNREGISTER FINAL -> Operation not permitted" in out, "UNREGISTER FINAL aimed at it: EPERM")
+    check(rss_after == length, "its Rss is unchanged")
+    p.kill()
+    p.wait()
+    after_attack(d, "exec-setuid", rss)
+    d.stop()
+    done()
+
+
+def attack_pid_reuse(wd, d, h, rss):
+    """SO_PEERPIDFD made unavailable: a client connects and exits before the
+    daemon accepts; a root process takes its pid.  Nothing may act on it."""
+    secret = wd.file("root-only", 8 * M)
+    os.chmod(secret, 0o600)
+    victim = None
+    for attempt in range(5):
+        os.kill(d.pid, signal.SIGSTOP)  # accept comes after the reuse
+        a = subprocess.Popen(NOBODY + [h, d.sock, "reuse-connect"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = a.stdout.readline()
+        m = re.search(r"pid=(\d+)", line)
+        if not m:
+            os.kill(d.pid, signal.SIGCONT)
+            check(False, "the client connected (%s)" % line.strip())
+            break
+        pid = int(m.group(1))
+        while os.path.exists("/proc/%d" % pid) and a.poll() is None:
+            time.sleep(0.01)
+        a.wait()  # (setpriv exec'd the client: its pid is free once reaped)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        v = subprocess.Popen([h, "-", "hold", secret], stdout=subprocess.PIPE, text=True)
+        if v.pid == pid:
+            victim = v
+            break
+        v.kill()
+        v.wait()
+        os.kill(d.pid, signal.SIGCONT)
+        print("pid %d not reused (got %d); again" % (pid, v.pid))
+    if victim is None:
+        d.stop()
+        skip("could not make a root process take the client's pid")
+    vline = victim.stdout.readline()
+    m = re.search(r"map=(0x[0-9a-f]+) len=(\d+)", vline)
+    addr, length = int(m.group(1), 16), int(m.group(2))
+    before = mapping_rss(victim.pid, addr)
+    os.kill(d.pid, signal.SIGCONT)
+    # The client's child still holds the socket and reads the victim's map.
+    child_out = ""
+    # (the child inherited a.stdout; its stdin is a.stdin)
+    a.stdin.write(vline)
+    a.stdin.flush()
+    t0 = time.time()
+    while time.time() - t0 < 10:
+        line = a.stdout.readline()
+        if not line:
+            break
+        child_out += line
+    print("victim pid %d: %s" % (victim.pid, vline.strip()))
+    print(child_out.strip())
+    time.sleep(0.3)
+    after = mapping_rss(victim.pid, addr)
+    print("victim's mapping: %d -> %d bytes resident" % (before, after))
+    check("welcomed" not in child_out or ("accepted" not in child_out),
+          "REGISTER / UNREGISTER FINAL aimed at the reused pid were not accepted")
+    check(after == before, "its Rss is unchanged")
+    victim.kill()
+    victim.wait()
+    after_attack(d, "pid-reuse-nopeerpidfd", rss)
+    d.stop()
+    done()
+
+
+def attack_symlink_swap(wd, d, h, rss):
+    """A client maps its own file, registers it, swaps the file's
+    directory for a symlink to /etc and is killed with the region managed:
+    the exit drop must not open anything by that path."""
+    att = os.path.join(wd.path, "attacker")
+    os.mkdir(att)
+    os.chown(att, 65534, 65534)
+    script = (
+        "import ctypes, mmap, os, signal, socket, struct, sys\n"
+        "sock, att = sys.argv[1], sys.argv[2]\n"
+        "dd = os.path.join(att, 'dir'); os.mkdir(dd)\n"
+        "f = os.path.join(dd, 'shadow')\n"
+        "with open(f, 'wb') as o: o.write(os.urandom(1 << 20) * 8)\n"
+        "fd = os.open(f, os.O_RDONLY); st = os.fstat(fd)\n"
+        "m = mmap.mmap(fd, 8 << 20, mmap.MAP_SHARED, mmap.PROT_READ)\n"
+        "addr = ctypes.addressof(ctypes.c_char.from_buffer_copy(b'x'))\n"
+        "import re\n"
+        "for l in open('/proc/self/maps'):\n"
+        "    if l.rstrip().endswith(f): addr = int(l.split('-')[0], 16); break\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sock)\n"
+        "hdr = lambda t, n, q: struct.pack('=IHHII', 0x3151534d, 2, t, n, q)\n"
+        "s.send(hdr(1, 24, 1) + struct.pack('=II', 1, 0)); s.recv(4096)\n"
+        "s.send(hdr(2, 72, 2) + struct.pack('=QQQQQQII', 1, addr, 8 << 20, st.st_dev, st.st_ino, 0, 1, 0))\n"
+        "r = s.recv(4096); print('REGISTER ->', struct.unpack_from('=i', r, 16)[0], flush=True)\n"
+        "x = sum(m[i] for i in range(0, 8 << 20, 4096))\n"
+        "os.rename(dd, dd + '.old'); os.symlink('/etc', dd)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    p = subprocess.run(NOBODY + [sys.executable, "-c", script, d.sock, att], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    print(p.stdout.strip())
+    check("REGISTER -> 0" in p.stdout, "the attacker's region was accepted")
+    t0 = time.time()
+    while "exit drops pending" in d.ctl("status").stdout and time.time() - t0 < 10:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    st = d.ctl("status").stdout
+    print("\n".join(l for l in st.splitlines() if l.startswith("refused")))
+    check("exit drops skipped: 1 " in st, "the exit drop without a held descriptor was skipped")
+    after_attack(d, "symlink-swap", rss)
+    d.stop()
+    log = open(os.path.join(wd.path, "strace.log")).read()
+    named = [l for l in log.splitlines() if att in l or "/etc/shadow" in l]
+    outside = sorted({m.group(1) for m in re.finditer(r'open(?:at2?)?\((?:AT_FDCWD, )?"([^"]+)"', log)
+                      if not m.group(1).startswith(("/proc/", "/sys/fs/cgroup/"))})
+    print("paths the daemon opened outside /proc and cgroupfs: %s" % (" ".join(outside) or "none"))
+    print("calls naming the attacker's directory: %d%s" % (len(named), "".join("\n  " + l for l in named[:5])))
+    check(not named, "no call of the daemon names the attacker's path")
+    done()
+
+
+def attack_discovery_flood(wd, d0, rss0):
+    """Hundreds of unshimmed MADV_SEQUENTIAL readers in a discover = yes
+    cgroup: the daemon manages at most max_discovered of them."""
+    rss0.stop()
+    d0.stop()
+    static = os.environ.get("STREAMER_STATIC")
+    if not static or not os.path.exists(static):
+        skip("no static streamer built")
+    small = wd.file("small", 4 * M)
+    os.chmod(small, 0o644)
+    cg = Cgroup("discovery-flood", 8 << 30)
+    procs = []
+    try:
+        conf = "[daemon]\ndiscover_interval = 200ms\n[flood]\nmatch = %s\nmode = pageout\ndiscover = yes\n" % cg_glob(cg)
+        d = Daemon(wd.path, conf, name="flood")
+        rss = RssWatch(d.pid)
+        for i in range(300):
+            procs.append(subprocess.Popen(cg.prefix() + NOBODY + [static, small, "0", "30000", "1"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # Until discovery has settled (the readers take seconds to start
+        # on a loaded machine): then the flood is the daemon's steady state.
+        prev, t0 = None, time.time()
+        while time.time() - t0 < 20:
+            time.sleep(1)
+            st = d.ctl("status").stdout
+            m = re.search(r"(\d+) discovered", st)
+            if m and m.group(1) == prev and int(prev) > 0:
+                break
+            prev = m.group(1) if m else None
+        m = re.search(r"clients: \d+ \(\d+ shim, (\d+) discovered\)", st)
+        print("300 readers in the cgroup; daemon: %s" % (m.group(0) if m else st[:200]))
+        check(m and 0 < int(m.group(1)) <= 256, "discovery manages at most max_discovered (256) processes")
+        print("\n".join(l for l in st.splitlines() if l.startswith(("cycles:", "discovery scans:", "daemon:"))))
+        after_attack(d, "discovery-flood", rss)
+        d.stop()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        cg.remove()
+    done()
+
+
 CASES = {
     "fixture-v1": lambda: case_fixture("v1"),
     "fixture-v2": lambda: case_fixture("v2"),
@@ -769,10 +1217,16 @@ CASES = {
                           "enable_random name=madvseq/madvise,probability=0.2",
                           "enable_random name=madvseq/pagemap/*,probability=0.02"]),
     "strong-refs": case_strong_refs,
+    "cgroup-removed": case_cgroup_removed,
 }
 for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version", "bad-snapshot", "garbage",
            "lie-region", "lie-pid", "silent", "many", "exit-mid", "pid-reuse"):
     CASES["hostile-" + _w] = (lambda w: lambda: case_hostile(w))(_w)
+
+for _w in ("unaligned-unregister", "snapshot-ranges", "second-hello", "status-nonroot", "never-reads",
+           "conn-flood", "region-flood", "sparse", "exec-setuid", "pid-reuse-nopeerpidfd", "symlink-swap",
+           "discovery-flood"):
+    CASES["attack-" + _w] = (lambda w: lambda: case_attack(w))(_w)
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

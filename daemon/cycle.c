@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The management cycle: the shared engine (common/stream.c) run against
+ * another process, through its pidfd (process_madvise) and its
+ * /proc/PID/pagemap.  Advice is only ever MADV_PAGEOUT or MADV_COLD, which
+ * never lose data (dirty pages are written back first, anonymous pages
+ * stay without swap), so even a range the client unmapped a moment ago
+ * cannot be harmed.  Clients that took no page fault since last time are
+ * left alone (their /proc/PID/stat and schedstat say so cheaply).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/kernel_switch.h"
+#include "client.h"
+#include "cycle.h"
+#include "daemon.h"
+#include "log.h"
+#include "refs.h"
+#include "regions.h"
+
+#define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
+/* The most one cycle takes before it leaves the rest to the next. */
+#define CYCLE_BUDGET_NS (UINT64_C(20) * 1000 * 1000)
+/* Aim for about this much to drop per cycle while streams run (as the
+ * shim's engine does). */
+#define TARGET_PER_CYCLE (4 * MSQ_CHUNK)
+
+/* Time on CPU of the process's main thread, from /proc/PID/schedstat:
+ * much cheaper to read than stat. */
+static int read_runtime(const struct msqd_client *c, uint64_t *out)
+{
+	char buf[128];
+	ssize_t n;
+
+	if (c->schedfd < 0)
+		return -EBADF;
+	n = pread(c->schedfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	*out = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+/* minflt + majflt of the whole process, from its open /proc/PID/stat. */
+static int read_faults(struct msqd_client *c, uint64_t *out)
+{
+	char buf[1024], *p;
+	unsigned long long minflt, majflt;
+	uint64_t rt;
+	ssize_t n;
+
+	if (c->statfd < 0)
+		return -EBADF;
+	/* Single-threaded and not run since last time: no fault either. */
+	if (c->threads == 1 && read_runtime(c, &rt) == 0) {
+		if (rt == c->runtime) {
+			*out = c->faults;
+			return 0;
+		}
+		c->runtime = rt;
+	}
+	n = pread(c->statfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* After the command name (which may hold spaces and parentheses):
+	 * state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %*u %*u %*u %*d %*d %*d %ld",
+		   &minflt, &majflt, &c->threads) != 3)
+		return -EINVAL;
+	*out = minflt + majflt;
+	return 0;
+}
+
+/* The client's engine set for its cgroup's policy. */
+static void engine_for_policy(struct msqd *d, struct msqd_client *c)
+{
+	const struct msqd_policy *p = c->cg->pol;
+
+	c->eng.lag = p->lag;
+	c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
+	c->eng.filter_arg = d;
+}
+
+/* Drops s as its policy says (one cycle, or all of it when flush);
+ * counts what went.  Returns the cycle's result. */
+static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
+{
+	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
+	int64_t rc;
+
+	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
+	d->cur_cg = c->cg;
+	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
+	d->cur_cg = NULL;
+	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
+	c->cg->dropped += s->st.dropped - before;
+	c->cg->kept_mapped += s->st.kept - kept;
+	d->dropped_total += s->st.dropped - before;
+	return rc;
+}
+
+/* process_madvise said ESRCH: the client is exiting, but its pages stay
+ * mapped until its pidfd says it has exited (msqd_client_closing). */
+static void address_space_gone(struct msqd *d, struct msqd_client *c)
+{
+	c->dead = true;
+	msqd_client_closing(d, c);
+}
+
+uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+				uint64_t end)
+{
+	struct msqd_region *r = c->r[i];
+	struct msq_stream part;
+	int64_t rc;
+
+	/* (A snapshot still being taken: what is left of it, now, within the
+	 * walk budget; else nothing is dropped.) */
+	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg) ||
+	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->conf.walk_budget_ns) ||
+	    (d->kernel_state == 1 && r->kernel_fs))
+		return 0;
+	if (start < r->s.start)
+		start = r->s.start;
+	if (end > r->s.end)
+		end = r->s.end;
+	if (start >= end || msq_stream_clip(&part, &r->s, start, end) < 0)
+		return 0;
+	engine_for_policy(d, c);
+	rc = cycle_region(d, c, &part, true);
+	msq_stream_free(&part);
+	if (rc == -ESRCH)
+		address_space_gone(d, c);
+	return rc > 0 ? (uint64_t)rc : 0;
+}
+
+void msqd_kernel_recheck(struct msqd *d)
+{
+	/* The patched kernel's own drop-behind, checked once a second: with it
+	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
+	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_state(d->proc_root);
+
+		if (k != d->kernel_state && d->kernel_checked_ns)
+			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		d->kernel_state = k;
+		d->kernel_checked_ns = d->now_ns;
+	}
+}
+
+uint64_t msqd_cycle(struct msqd *d)
+{
+	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
+	/* Idle clients due for a look are spread over cycles, a few each,
+	 * so thousands of them never make one cycle long. */
+	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
+
+	msqd_kernel_recheck(d);
+	bool whole = true;
+
+	if (!d->cycle_round)
+		d->cycle_round = 1;
+	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+		const struct msqd_policy *p;
+
+		next = c->next;
+		/* Each client once per round; a round longer than
+		 * CYCLE_BUDGET_NS (hundreds of new clients, each looked at
+		 * whole the first time) goes on in the next cycle, so that
+		 * the daemon keeps answering meanwhile. */
+		if (c->cycle_round == d->cycle_round)
+			continue;
+		if (msqd_now_ns() - t0 >= CYCLE_BUDGET_NS) {
+			whole = false;
+			break;
+		}
+		c->cycle_round = d->cycle_round;
+		if (!c->nr || !c->cg || c->dead || c->closing_ns)
+			continue;
+		p = c->cg->pol;
+		if (p->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg))
+			continue;
+		/* Present pages appear only through the process's own page
+		 * faults: with no new fault and nothing left to do last time,
+		 * its regions are as they were.  Looked at anyway every
+		 * IDLE_RECHECK_NS (kept pages are retried, readers may have
+		 * been paged out by reclaim). */
+		if (c->busy) {
+			/* It dropped something last cycle: look again without
+			 * reading its faults (which costs about as much as
+			 * the look); they are read again once it goes quiet. */
+			c->faults = UINT64_MAX;
+		} else {
+			uint64_t f = 0;
+			bool known = read_faults(c, &f) == 0;
+
+			if (known && f == c->faults &&
+			    (d->now_ns - c->full_ns < IDLE_RECHECK_NS || rechecks >= budget)) {
+				d->idle_skips++;
+				continue;
+			}
+			if (known && f == c->faults)
+				rechecks++;
+			c->faults = known ? f : UINT64_MAX;
+		}
+		/* Before acting: the address space is still the one the
+		 * client's rights were checked for (client.c). */
+		if (!msqd_client_same_mm(c)) {
+			int rc = msqd_client_may_act(d, c);
+
+			if (rc == -EPERM && c->fd < 0)
+				msqd_client_drop(d, c, "exec'd (found again by the next scan)");
+			else if (rc == -EPERM)
+				msqd_client_deny(d, c, "exec'd since HELLO");
+			else if (rc < 0)
+				address_space_gone(d, c);
+			continue;
+		}
+		c->full_ns = d->now_ns;
+		c->busy = false;
+		engine_for_policy(d, c);
+		for (size_t i = 0; i < c->nr; i++) {
+			struct msq_stream *s = &c->r[i]->s;
+			uint64_t before = s->st.dropped;
+			int64_t rc;
+
+			if (d->kernel_state == 1 && c->r[i]->kernel_fs) {
+				left_to_kernel++;
+				continue;
+			}
+			if (c->r[i]->snapping)
+				continue; /* what was cached before is not known yet */
+			rc = cycle_region(d, c, s, false);
+			if (s->st.dropped != before || rc < 0)
+				c->busy = true;
+			total += s->st.dropped - before;
+			if (rc == -ESRCH) {
+				address_space_gone(d, c);
+				break;
+			}
+			if (rc < 0 && rc != -EAGAIN && s->st.errors == 1)
+				log_debug("pid %d: region %#llx: %s", (int)c->pid,
+					  (unsigned long long)s->start, strerror((int)-rc));
+		}
+	}
+	d->kernel_regions = left_to_kernel;
+	if (whole)
+		d->cycle_round++;
+	d->cycles++;
+	d->last_cycle_ns = msqd_now_ns() - t0;
+	if (d->last_cycle_ns > d->max_cycle_ns)
+		d->max_cycle_ns = d->last_cycle_ns;
+	/* Fast streams: shorten the period so each cycle drops about
+	 * TARGET_PER_CYCLE; idle: back to the configured interval. */
+	if (total > TARGET_PER_CYCLE)
+		d->sleep_ns = d->sleep_ns * TARGET_PER_CYCLE / total;
+	else if (total < TARGET_PER_CYCLE / 2)
+		d->sleep_ns *= 2;
+	if (d->sleep_ns < 1000000)
+		d->sleep_ns = 1000000;
+	if (d->sleep_ns > d->conf.interval_ns)
+		d->sleep_ns = d->conf.interval_ns;
+	if (!whole)
+		d->sleep_ns = 1000000; /* the rest of the round, soon */
+	return total;
+}

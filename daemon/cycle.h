@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The management cycle: the shared engine (common/stream.c) run against
+ * each client's regions, through its pidfd (process_madvise) and its
+ * /proc/PID/pagemap, skipping clients that did not run since last time.
+ */
+#ifndef MSQD_CYCLE_H
+#define MSQD_CYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct msqd;
+struct msqd_client;
+
+/* Returns bytes dropped in this pass. */
+uint64_t msqd_cycle(struct msqd *d);
+/* The client is about to unmap [start, end) of region i (or to exit):
+ * drops all of that part the policy lets go, now.  Returns bytes dropped. */
+uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+				uint64_t end);
+/* Reads the kernel's drop-behind switch again if a second has passed (each
+ * cycle, and each status: an idle daemon runs no cycles). */
+void msqd_kernel_recheck(struct msqd *d);
+
+#endif

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What each message does: HELLO, REGISTER, UNREGISTER, POLICY_GET,
+ * STATUS, STATS.  Nothing a message says is trusted beyond what
+ * validate.c checked and /proc/PID/maps confirms (regions.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <madvseq/protocol.h>
+
+#include "client.h"
+#include "cycle.h"
+#include "daemon.h"
+#include "handle.h"
+#include "log.h"
+#include "metrics.h"
+#include "regions.h"
+#include "server.h"
+#include "validate.h"
+
+/* An action the client has no right to (any more): its regions go
+ * undropped, and the answer is EPERM. */
+static int refused(struct msqd *d, struct msqd_client *c, int rc)
+{
+	if (rc == -EPERM)
+		msqd_client_deny(d, c, "credentials or address space changed since HELLO");
+	return rc == -ESRCH ? -ESRCH : -EPERM;
+}
+
+static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m)
+{
+	struct msq_msg_welcome w = { 0 };
+	int rc;
+
+	if ((rc = msqd_valid_hello(m)) < 0)
+		return rc;
+	c->hello = true;
+	if (m->flags & MSQ_HELLO_CTL) {
+		/* Status names processes and cgroups: root or the daemon's user. */
+		if (c->uid != 0 && c->uid != geteuid()) {
+			msqd_send_error(c, m->h.seq, -EPERM);
+			return -EPERM;
+		}
+		c->ctl = true;
+	} else {
+		if ((rc = msqd_client_attach(d, c)) < 0) {
+			log_info("pid %d: cannot manage it (%s); it goes on by itself", (int)c->pid,
+				 strerror(-rc));
+			msqd_send_error(c, m->h.seq, rc);
+			return rc;
+		}
+		d->nshim++;
+		c->counted = true;
+		w.flags = MSQ_WELCOME_DELEGATE;
+		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
+			  c->cg->path);
+	}
+	return msqd_send_msg(c, &w, MSQ_MSG_WELCOME, sizeof(w), m->h.seq);
+}
+
+static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_msg_register *m)
+{
+	struct msq_msg_result res = { .id = m->id };
+	int rc = msqd_valid_register(m);
+
+	if (rc == -EBADMSG)
+		return rc;
+	if (rc < 0)
+		res.status = rc;
+	else if ((rc = msqd_client_may_act(d, c)) < 0)
+		res.status = refused(d, c, rc);
+	else if (c->nr >= d->conf.max_regions_per_client ||
+		 c->bytes + m->length > d->conf.max_client_bytes || c->mem >= d->conf.max_client_memory)
+		res.status = -ENOSPC;
+	else
+		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
+					     m->offset, false, NULL, false, false,
+					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
+					     m->nprecached);
+	if (res.status < 0) {
+		d->refused_regions++;
+		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,
+			  (unsigned long long)m->start, (unsigned long long)m->length,
+			  strerror(-res.status));
+	}
+	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+}
+
+static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq_msg_unregister *m)
+{
+	struct msq_msg_result res = { 0 };
+	uint64_t end = m->start + m->length; /* (validated: no wrap) */
+	int rc = msqd_valid_unregister(m);
+
+	if (rc == -EBADMSG)
+		return rc;
+	if (rc < 0) {
+		res.status = rc;
+		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	}
+	/* A client that lost its rights gets EPERM for any final drop, even
+	 * with nothing left to drop. */
+	if (m->flags & MSQ_UNREGISTER_FINAL && c->denied) {
+		res.status = -EPERM;
+		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	}
+	for (size_t i = c->nr; i-- > 0;) {
+		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
+			continue;
+		/* Still mapped: the client waits for this answer to unmap.
+		 * (Unless it gave up waiting and exited: then through the
+		 * file.) */
+		if (m->flags & MSQ_UNREGISTER_FINAL) {
+			if ((rc = msqd_client_may_act(d, c)) == -ESRCH) {
+				/* Exiting: its regions wait for the exit drop. */
+				c->dead = true;
+				msqd_client_closing(d, c);
+				continue;
+			}
+			if (rc < 0) {
+				res.status = refused(d, c, rc);
+				break; /* (and its regions are gone) */
+			}
+			msqd_region_final_drop(d, c, i, m->start, end);
+			if (c->dead)
+				continue; /* through the file, once it has exited */
+		}
+		msqd_region_remove(d, c, i);
+	}
+	if (c->dead)
+		return 0; /* and it waits for no answer */
+	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+}
+
+static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h)
+{
+	const struct msqd_policy *p = c->cg->pol;
+	struct msq_msg_policy m = {
+		.mode = p->mode, .read = p->read, .lag = p->lag,
+		.interval_ns = d->conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
+	};
+
+	return msqd_send_msg(c, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
+}
+
+static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h, bool stats,
+		   uint32_t format)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = stats ? msqd_stats_text(d, format == MSQ_STATS_PROMETHEUS, &buf, &len)
+		   : msqd_status_text(d, &buf, &len);
+	if (rc < 0) {
+		msqd_send_error(c, h->seq, rc);
+		return 0;
+	}
+	return msqd_send_text(c, h->seq, buf, len);
+}
+
+/* Handles one message; < 0 ends the connection. */
+int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n)
+{
+	const struct msq_msg_hdr *h = buf;
+
+	if (n < sizeof(*h) || h->magic != MSQ_PROTO_MAGIC)
+		return -EBADMSG;
+	if (h->version != MSQ_PROTO_VERSION) {
+		msqd_send_error(c, h->seq, -EPROTONOSUPPORT);
+		return -EPROTONOSUPPORT;
+	}
+	if (h->size != n || !msqd_valid_size(h->type, buf, n))
+		return -EBADMSG; /* truncated, padded, or of an unknown type */
+	if (!c->hello && h->type != MSQ_MSG_HELLO)
+		return -EPROTO;
+	switch (h->type) {
+	case MSQ_MSG_HELLO:
+		if (c->hello)
+			return -EPROTO;
+		return on_hello(d, c, buf);
+	case MSQ_MSG_REGISTER:
+		return c->ctl ? -EPROTO : on_register(d, c, buf);
+	case MSQ_MSG_UNREGISTER:
+		return c->ctl ? -EPROTO : on_unregister(d, c, buf);
+	case MSQ_MSG_POLICY_GET:
+		return c->ctl ? -EPROTO : on_policy(d, c, buf);
+	case MSQ_MSG_STATUS:
+		return !c->ctl ? -EPROTO : on_text(d, c, buf, false, 0);
+	case MSQ_MSG_STATS:
+		if (c->ctl && msqd_valid_stats(buf) < 0)
+			return -EBADMSG;
+		return !c->ctl ? -EPROTO : on_text(d, c, buf, true, ((const struct msq_msg_stats_req *)buf)->format);
+	}
+	return -EBADMSG;
+}
