@@ -70,12 +70,19 @@ struct msqd_intake {
 };
 
 /* One per cgroup path seen; lives until the daemon exits or reloads. */
+/* What shims report of their read paths (READ_REPORT), which they run
+ * themselves: the daemon only counts it.  Saturating sums. */
+struct msqd_read_counts {
+	uint64_t files, streamed, dropped, kept;
+};
+
 struct msqd_cg {
 	char *path;
 	enum msqd_cg_layout layout;
 	const struct msqd_policy *pol; /* into the current configuration */
 	const char *section;           /* winning section, NULL: built-in */
 	uint64_t dropped, kept_strong, kept_mapped;
+	struct msqd_read_counts read; /* what its shims' read paths reported */
 	unsigned clients, regions;
 	unsigned leftovers; /* exit drops queued with it */
 	bool gate_open;
@@ -117,6 +124,7 @@ struct msqd_client {
 	uint64_t bytes;        /* sum of its regions' lengths (max_client_bytes) */
 	size_t mem;            /* the daemon's bookkeeping for it (max_client_memory) */
 	uint64_t proto_errors;
+	struct msqd_read_counts read; /* what its read path reported */
 	struct msqd_watch wsock, wpid;
 	struct msqd_client *prev, *next;
 };
@@ -140,6 +148,7 @@ struct msqd {
 	uint64_t cycle_round;  /* rounds over all clients, each one or more cycles */
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t dropped_total, kept_strong_total;
+	struct msqd_read_counts read_total; /* all shims' read paths, as reported */
 	uint64_t proto_errors, refused_regions, discover_scans, discover_triggered;
 	uint64_t denied_clients;     /* clients refused for their rights (client.c) */
 	uint64_t refused_clients;    /* connections refused: limits, identity (server.c) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What each message does: HELLO, REGISTER, UNREGISTER, POLICY_GET,
- * STATUS, STATS.  Nothing a message says is trusted beyond what
+ * READ_REPORT, STATUS, STATS.  Nothing a message says is trusted beyond what
  * validate.c checked and /proc/PID/maps confirms (regions.c).
  */
 #include <errno.h>
@@ -146,6 +146,34 @@ static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg
 	return msqd_send_msg(c, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void add_read(struct msqd_read_counts *to, const struct msq_msg_read_report *m)
+{
+	to->files = sat_add(to->files, m->files);
+	to->streamed = sat_add(to->streamed, m->streamed);
+	to->dropped = sat_add(to->dropped, m->dropped);
+	to->kept = sat_add(to->kept, m->kept);
+}
+
+/* The shim's read path says what it did: counted for the client, its
+ * cgroup and the totals (status, metrics).  Nothing is acted on. */
+static int on_read_report(struct msqd *d, struct msqd_client *c, const struct msq_msg_read_report *m)
+{
+	struct msq_msg_result res = { 0 };
+	int rc = msqd_valid_read_report(m);
+
+	if (rc < 0)
+		return rc;
+	add_read(&c->read, m);
+	add_read(&c->cg->read, m);
+	add_read(&d->read_total, m);
+	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+}
+
 static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h, bool stats,
 		   uint32_t format)
 {
@@ -188,6 +216,8 @@ int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n
 		return c->ctl ? -EPROTO : on_unregister(d, c, buf);
 	case MSQ_MSG_POLICY_GET:
 		return c->ctl ? -EPROTO : on_policy(d, c, buf);
+	case MSQ_MSG_READ_REPORT:
+		return c->ctl ? -EPROTO : on_read_report(d, c, buf);
 	case MSQ_MSG_STATUS:
 		return !c->ctl ? -EPROTO : on_text(d, c, buf, false, 0);
 	case MSQ_MSG_STATS:

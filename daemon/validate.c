@@ -31,6 +31,7 @@ static size_t expected_size(uint16_t type)
 	case MSQ_MSG_POLICY_GET: return sizeof(struct msq_msg_hdr);
 	case MSQ_MSG_STATUS: return sizeof(struct msq_msg_hdr);
 	case MSQ_MSG_STATS: return sizeof(struct msq_msg_stats_req);
+	case MSQ_MSG_READ_REPORT: return sizeof(struct msq_msg_read_report);
 	}
 	return 0;
 }
@@ -90,6 +91,18 @@ int msqd_valid_unregister(const struct msq_msg_unregister *m)
 		return -EBADMSG;
 	/* The shim sends what it unmaps: whole pages (munmap's own rule). */
 	return range_ok(m->start, m->length) ? 0 : -EINVAL;
+}
+
+/* Counts only: any value is a claim about the client's own program, and
+ * the sums it is added to saturate.  A delta over 1 PiB is no report a
+ * shim sends between two cycles or at exit. */
+int msqd_valid_read_report(const struct msq_msg_read_report *m)
+{
+	const uint64_t most = UINT64_C(1) << 50;
+
+	return m->files > most || m->streamed > most || m->dropped > most || m->kept > most
+		       ? -EBADMSG
+		       : 0;
 }
 
 int msqd_valid_stats(const struct msq_msg_stats_req *m)

@@ -24,5 +24,6 @@ int msqd_valid_hello(const struct msq_msg_hello *m);
 int msqd_valid_register(const struct msq_msg_register *m);
 int msqd_valid_unregister(const struct msq_msg_unregister *m);
 int msqd_valid_stats(const struct msq_msg_stats_req *m);
+int msqd_valid_read_report(const struct msq_msg_read_report *m);
 
 #endif

@@ -66,6 +66,7 @@ static struct {
 	unsigned nanswered;
 	uint32_t policy_seq;
 	bool policy_asked, policy_known, read_from_env;
+	struct msq_read_totals reported; /* the read path's totals as last sent */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 void msq_daemon_init(void)
@@ -349,6 +350,32 @@ static bool connected(bool may_connect)
 	return g.fd >= 0;
 }
 
+/* Locked, connection ready: sends what the read path did since the last
+ * report, if anything; returns the report's seq, or 0. */
+static bool nothing_to_report(const struct msq_read_totals *t)
+{
+	return t->files == g.reported.files && t->streamed == g.reported.streamed &&
+	       t->dropped == g.reported.dropped && t->kept == g.reported.kept;
+}
+
+static uint32_t send_read_report(void)
+{
+	struct msq_read_totals t;
+	struct msq_msg_read_report m;
+
+	msq_readpath_totals(&t);
+	if (nothing_to_report(&t))
+		return 0;
+	m = (struct msq_msg_read_report){
+		.files = t.files - g.reported.files, .streamed = t.streamed - g.reported.streamed,
+		.dropped = t.dropped - g.reported.dropped, .kept = t.kept - g.reported.kept,
+	};
+	if (send_msg(&m, MSQ_MSG_READ_REPORT, sizeof(m)) < 0)
+		return 0; /* the next try sends the sum */
+	g.reported = t;
+	return m.h.seq;
+}
+
 void msq_daemon_sync(void)
 {
 	size_t in_flight = 0;
@@ -380,6 +407,7 @@ void msq_daemon_sync(void)
 		}
 		r->delegated = e && e->state == E_ACKED;
 	}
+	send_read_report();
 out:
 	pthread_mutex_unlock(&g.lock);
 }
@@ -477,6 +505,62 @@ void msq_daemon_release_all(void)
 	pthread_mutex_unlock(&g.lock);
 	if (lo < hi)
 		msq_daemon_forget(lo, hi, true);
+}
+
+/* Waits up to wait_ns, with no lock held, for connection conn to be
+ * welcomed. */
+static bool await_ready(uint64_t conn, uint64_t wait_ns)
+{
+	uint64_t deadline = msq_now_ns() + wait_ns;
+
+	for (;;) {
+		struct pollfd pfd = { .events = POLLIN };
+		bool ready, alive;
+
+		pthread_mutex_lock(&g.lock);
+		alive = g.fd >= 0 && g.conn == conn && read_replies();
+		ready = alive && g.state == ST_READY;
+		pfd.fd = g.fd;
+		pthread_mutex_unlock(&g.lock);
+		if (ready || !alive)
+			return ready;
+		if (msq_now_ns() >= deadline)
+			return false;
+		MSQ_SYSCALL(SYS_poll, &pfd, 1, 2);
+	}
+}
+
+void msq_daemon_report_at_exit(void)
+{
+	struct msq_read_totals t;
+	uint64_t conn;
+	uint32_t seq = 0;
+	bool fresh = false;
+
+	if (g.disabled)
+		return;
+	msq_readpath_totals(&t);
+	if (nothing_to_report(&t))
+		return;
+	pthread_mutex_lock(&g.lock);
+	if (!connected(false)) {
+		/* A program with no mapped streams never connected: once now,
+		 * whatever the back-off, so its savings reach the metrics. */
+		try_connect();
+		fresh = true;
+	}
+	conn = g.conn;
+	pthread_mutex_unlock(&g.lock);
+	if (g.fd < 0 || (fresh && !await_ready(conn, POLICY_WAIT_NS)))
+		return;
+	pthread_mutex_lock(&g.lock);
+	if (g.conn == conn && g.state == ST_READY)
+		seq = send_read_report();
+	pthread_mutex_unlock(&g.lock);
+	/* Answered before the connection closes with the process, so the
+	 * daemon has counted it. */
+	if (seq)
+		await_reply(conn, seq, POLICY_WAIT_NS);
 }
 
 void msq_daemon_ask_policy(void)

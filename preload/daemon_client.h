@@ -47,6 +47,11 @@ void msq_daemon_forget(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
 /* At exit() (not _exit): the final drop of every region the daemon
  * manages.  Call without the table lock. */
 void msq_daemon_release_all(void) MSQ_HIDDEN;
+/* At exit() (not _exit), without the table lock: tells the daemon what
+ * the read path did since the last report (its metrics), connecting once
+ * if the program never did; waits up to 20 ms for the welcome and 20 ms
+ * for the answer. */
+void msq_daemon_report_at_exit(void) MSQ_HIDDEN;
 /* The read path is about to manage its first advised file: once per
  * process, connects (if it is not yet) and waits briefly (20 ms) for the
  * cgroup's policy, whose read = key then applies unless MADVSEQ_READ is

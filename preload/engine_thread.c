@@ -216,7 +216,7 @@ static void write_stats(void)
 	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
 	const char *p = msq_cfg.stats_path;
 	size_t n = 0;
-	uint64_t rfiles, radvised;
+	struct msq_read_totals rt;
 	int fd, len;
 
 	for (; *p && n < sizeof(path) - 12; p++) {
@@ -228,16 +228,17 @@ static void write_stats(void)
 		}
 	}
 	path[n] = '\0';
-	msq_readpath_totals(&rfiles, &radvised);
-	if (g_fork_child && !g_done.regions && !rfiles)
+	msq_readpath_totals(&rt);
+	if (g_fork_child && !g_done.regions && !rt.files)
 		return; /* the parent's file is the parent's */
 	len = snprintf(buf, sizeof(buf),
 		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
 		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
-		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64 "\n",
+		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64
+		       "\nread_bytes_streamed=%" PRIu64 "\nread_bytes_kept=%" PRIu64 "\n",
 		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
-		       msq_cfg.kernel_covers, rfiles, radvised);
+		       msq_cfg.kernel_covers, rt.files, rt.dropped, rt.streamed, rt.kept);
 	fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0) {
 		msq_warn("MADVSEQ_STATS: cannot write %s: error %d", path, -fd);
@@ -271,6 +272,7 @@ void msq_engine_shutdown(void)
 	/* The daemon's regions: their final drop, waited for without the
 	 * table lock. */
 	msq_daemon_release_all();
+	msq_daemon_report_at_exit();
 	if (msq_cfg.stats_path[0])
 		write_stats();
 }

@@ -295,19 +295,21 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 		snap_start(fd, s, d, floor_chunk(off));
 }
 
-/* Process totals for MADVSEQ_STATS: files managed, bytes advised away. */
-static uint64_t g_files, g_advised;
+/* Process totals (readpath.h). */
+static struct msq_read_totals g_tot;
 
 static void count_advised(struct msq_fd *s, uint64_t n)
 {
 	s->advised += n;
-	__atomic_add_fetch(&g_advised, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&g_tot.dropped, n, __ATOMIC_RELAXED);
 }
 
-void msq_readpath_totals(uint64_t *files, uint64_t *advised)
+void msq_readpath_totals(struct msq_read_totals *t)
 {
-	*files = __atomic_load_n(&g_files, __ATOMIC_RELAXED);
-	*advised = __atomic_load_n(&g_advised, __ATOMIC_RELAXED);
+	t->files = __atomic_load_n(&g_tot.files, __ATOMIC_RELAXED);
+	t->streamed = __atomic_load_n(&g_tot.streamed, __ATOMIC_RELAXED);
+	t->dropped = __atomic_load_n(&g_tot.dropped, __ATOMIC_RELAXED);
+	t->kept = __atomic_load_n(&g_tot.kept, __ATOMIC_RELAXED);
 }
 
 /* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
@@ -316,8 +318,10 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 	for (uint64_t c = from; c < to; c += CHUNK) {
 		uint64_t e = c + CHUNK;
 
-		if (msq_extents_overlaps(&d->pre, c, e))
+		if (msq_extents_overlaps(&d->pre, c, e)) {
+			__atomic_add_fetch(&g_tot.kept, CHUNK, __ATOMIC_RELAXED);
 			continue;
+		}
 		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
 			e += CHUNK;
 		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
@@ -517,7 +521,7 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		urcu_bp_synchronize_rcu();
 		free_state(old);
 	}
-	__atomic_add_fetch(&g_files, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&g_tot.files, 1, __ATOMIC_RELAXED);
 	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
 		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
 		  s->flags & F_CANWRITE ? ", write-behind" : "");
@@ -574,6 +578,7 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
+		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
 		d = writing ? &s->wr : &s->rd;
 		end = (off >= 0 ? (uint64_t)off : d->next) + n;
 		if (d->started && end < d->act && (off < 0 || (uint64_t)off == d->next)) {
@@ -792,7 +797,7 @@ void msq_readpath_atfork_child(void)
 {
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
 	/* The child's own totals (MADVSEQ_STATS). */
-	g_files = g_advised = 0;
+	memset(&g_tot, 0, sizeof(g_tot));
 }
 
 void msq_readpath_set_mode(enum msq_read_mode m)

@@ -36,8 +36,14 @@
 void msq_readpath_init(void) MSQ_HIDDEN;
 /* The mode the daemon's policy for this cgroup asks for (read = key). */
 void msq_readpath_set_mode(enum msq_read_mode m) MSQ_HIDDEN;
-/* Totals of this process: files managed, bytes advised DONTNEED. */
-void msq_readpath_totals(uint64_t *files, uint64_t *advised) MSQ_HIDDEN;
+/* What the read path did in this process (MADVSEQ_STATS, and the
+ * daemon's metrics): files managed, bytes the program moved through
+ * managed streams, bytes advised DONTNEED behind them, bytes left because
+ * they were cached before. */
+struct msq_read_totals {
+	uint64_t files, streamed, dropped, kept;
+};
+void msq_readpath_totals(struct msq_read_totals *t) MSQ_HIDDEN;
 /* In a fork child: states are now inherited copies. */
 void msq_readpath_atfork_child(void) MSQ_HIDDEN;
 

@@ -10,7 +10,7 @@
  * explicit padding that must be zero.
  *
  * Order: the client sends HELLO first and waits for WELCOME; then any of
- * REGISTER / UNREGISTER / POLICY_GET / STATUS / STATS, each answered by
+ * REGISTER / UNREGISTER / POLICY_GET / READ_REPORT / STATUS / STATS, each answered by
  * exactly one reply carrying the request's seq.  A message out of this
  * order, malformed, truncated or oversized ends the connection.
  *
@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define MSQ_PROTO_MAGIC UINT32_C(0x3151534d) /* "MSQ1" */
-#define MSQ_PROTO_VERSION 2
+#define MSQ_PROTO_VERSION 3
 #define MSQ_DEFAULT_SOCKET "/run/madvseq/madvseqd.sock"
 /* Largest message either side sends (a text reply chunk). */
 #define MSQ_MSG_MAX 65536
@@ -45,6 +45,7 @@ enum msq_msg_type {
 	MSQ_MSG_POLICY_GET = 4,
 	MSQ_MSG_STATUS = 5, /* madvseqctl status */
 	MSQ_MSG_STATS = 6,  /* madvseqctl stats */
+	MSQ_MSG_READ_REPORT = 7, /* the shim's read path: what it did */
 	/* daemon -> client */
 	MSQ_MSG_WELCOME = 101,
 	MSQ_MSG_RESULT = 102,
@@ -130,7 +131,19 @@ struct msq_msg_stats_req {
 	uint32_t pad;
 };
 
-/* RESULT: the outcome of REGISTER / UNREGISTER. */
+/* READ_REPORT: what the shim's read path (which the shim runs itself, in
+ * the program) did since the client's previous report: counts only, for
+ * the daemon's metrics and status; the daemon acts on nothing because of
+ * it.  Answered by a RESULT. */
+struct msq_msg_read_report {
+	struct msq_msg_hdr h;
+	uint64_t files;    /* files that became managed */
+	uint64_t streamed; /* bytes the program read or wrote through them */
+	uint64_t dropped;  /* bytes advised DONTNEED behind the streams */
+	uint64_t kept;     /* bytes left because they were cached before */
+};
+
+/* RESULT: the outcome of REGISTER / UNREGISTER / READ_REPORT. */
 struct msq_msg_result {
 	struct msq_msg_hdr h;
 	int32_t status;  /* 0 or -errno (EINVAL: not what /proc/PID/maps says) */

@@ -796,11 +796,21 @@ STATUS_MS = 100
 RSS_MAX = 64 * M
 
 
+def proto_version():
+    """MSQ_PROTO_VERSION, as include/madvseq/protocol.h defines it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "include", "madvseq", "protocol.h")) as f:
+        return int(re.search(r"#define MSQ_PROTO_VERSION (\d+)", f.read()).group(1))
+
+
+PROTO_VERSION = proto_version()
+
+
 def status_ms(sock):
     """Root's status over the socket, in-process: milliseconds from
     connect to the last chunk (None: no answer)."""
     import struct
-    hdr = lambda t, size, seq: struct.pack("=IHHII", 0x3151534d, 2, t, size, seq)
+    hdr = lambda t, size, seq: struct.pack("=IHHII", 0x3151534d, PROTO_VERSION, t, size, seq)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
     t0 = time.monotonic()
@@ -1116,7 +1126,7 @@ def attack_symlink_swap(wd, d, h, rss):
         "for l in open('/proc/self/maps'):\n"
         "    if l.rstrip().endswith(f): addr = int(l.split('-')[0], 16); break\n"
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sock)\n"
-        "hdr = lambda t, n, q: struct.pack('=IHHII', 0x3151534d, 2, t, n, q)\n"
+        "hdr = lambda t, n, q: struct.pack('=IHHII', 0x3151534d, %d, t, n, q)\n" % PROTO_VERSION +
         "s.send(hdr(1, 24, 1) + struct.pack('=II', 1, 0)); s.recv(4096)\n"
         "s.send(hdr(2, 72, 2) + struct.pack('=QQQQQQII', 1, addr, 8 << 20, st.st_dev, st.st_ino, 0, 1, 0))\n"
         "r = s.recv(4096); print('REGISTER ->', struct.unpack_from('=i', r, 16)[0], flush=True)\n"
