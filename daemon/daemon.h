@@ -209,6 +209,7 @@ const char *msqd_fidelity(const struct msqd *d);
 /* metrics.c */
 /* Appends to a malloc'd buffer; returns 0 or -ENOMEM. */
 int msqd_status_text(struct msqd *d, char **buf, size_t *len);
-int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len);
+/* format: MSQ_STATS_TEXT (the status), _PROMETHEUS or _JSON. */
+int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len);
 
 #endif

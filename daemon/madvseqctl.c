@@ -17,8 +17,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: madvseqctl [-s SOCKET] status\n"
-		   "       madvseqctl [-s SOCKET] stats [--format=text|prometheus]\n"
+	fprintf(f, "Usage: madvseqctl [-s SOCKET] status [--format=text|json]\n"
+		   "       madvseqctl [-s SOCKET] stats [--format=text|prometheus|json]\n"
+		   "       madvseqctl --version | --help\n"
 		   "SOCKET defaults to $MADVSEQ_SOCKET, else " MSQ_DEFAULT_SOCKET ".\n");
 }
 
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	static char buf[MSQ_MSG_MAX];
@@ -66,7 +68,8 @@ int main(int argc, char **argv)
 
 	if (!sock || !*sock)
 		sock = MSQ_DEFAULT_SOCKET;
-	while ((opt = getopt_long(argc, argv, "s:f:h", opts, NULL)) != -1) {
+	/* Options may also follow the command ("status --format=json"). */
+	while ((opt = getopt_long(argc, argv, "s:f:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': sock = optarg; break;
 		case 'f':
@@ -74,12 +77,15 @@ int main(int argc, char **argv)
 				req.format = MSQ_STATS_PROMETHEUS;
 			else if (!strcmp(optarg, "text"))
 				req.format = MSQ_STATS_TEXT;
+			else if (!strcmp(optarg, "json"))
+				req.format = MSQ_STATS_JSON;
 			else {
-				fprintf(stderr, "madvseqctl: --format: text or prometheus\n");
+				fprintf(stderr, "madvseqctl: --format: text, prometheus or json\n");
 				return 2;
 			}
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("madvseqctl %s (protocol %d)\n", MSQD_VERSION, MSQ_PROTO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -89,11 +95,16 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	if (!strcmp(cmd, "status"))
-		stats = false;
+		/* The status in JSON is the same answer as the stats in JSON. */
+		stats = req.format == MSQ_STATS_JSON;
 	else if (!strcmp(cmd, "stats"))
 		stats = true;
 	else {
 		usage(stderr);
+		return 2;
+	}
+	if (!stats && req.format == MSQ_STATS_PROMETHEUS) {
+		fprintf(stderr, "madvseqctl: status: --format is text or json (metrics: stats)\n");
 		return 2;
 	}
 	if (strlen(sock) >= sizeof(sa.sun_path)) {

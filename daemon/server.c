@@ -498,9 +498,9 @@ static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_h
 	size_t len = 0;
 	int rc;
 
-	if (stats && format > MSQ_STATS_PROMETHEUS)
+	if (stats && format > MSQ_STATS_JSON)
 		return -EINVAL;
-	rc = stats ? msqd_stats_text(d, format == MSQ_STATS_PROMETHEUS, &buf, &len)
+	rc = stats ? msqd_stats_text(d, format, &buf, &len)
 		   : msqd_status_text(d, &buf, &len);
 	if (rc < 0) {
 		send_error(c, h->seq, rc);
