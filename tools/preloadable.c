@@ -4,8 +4,8 @@
  * PROGRAM.  It will not for a static binary (no PT_INTERP: there is no
  * ld.so), and it restricts them to system directories, with the set-user-ID
  * bit on the library, for programs started in secure-execution mode
- * (set-user-ID, set-group-ID or file capabilities: AT_SECURE, see
- * ld.so(8)).  A script ("#!") is judged by its interpreter.
+ * (set-user-ID or set-group-ID to another id, or file capabilities:
+ * AT_SECURE, see ld.so(8)).  A script ("#!") is judged by its interpreter.
  *
  * Prints nothing and exits 0 when the library can be preloaded; otherwise
  * prints the reason on stdout and exits 1 (2: PROGRAM could not be read).
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -69,17 +70,24 @@ static int judge(const char *path, int depth)
 			close(fd);
 		return 2;
 	}
-	if (st.st_mode & S_ISUID) {
+	/* Set-id bits do nothing on a nosuid mount. */
+	struct statvfs vfs;
+
+	if (fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))
+		st.st_mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	/* Secure execution only where the ids change (root running a root
+	 * set-user-ID program is not): the kernel's AT_SECURE rule. */
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) {
 		printf("%s is set-user-ID: ld.so ignores LD_PRELOAD for it\n", path);
 		close(fd);
 		return 1;
 	}
-	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) {
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st.st_gid != getgid()) {
 		printf("%s is set-group-ID: ld.so ignores LD_PRELOAD for it\n", path);
 		close(fd);
 		return 1;
 	}
-	if (fgetxattr(fd, "security.capability", NULL, 0) > 0) {
+	if (getuid() != 0 && fgetxattr(fd, "security.capability", NULL, 0) > 0) {
 		printf("%s has file capabilities: ld.so ignores LD_PRELOAD for it\n", path);
 		close(fd);
 		return 1;
