@@ -742,12 +742,13 @@ void msq_readpath_init(void)
 	RESOLVE(fclose);
 #undef RESOLVE
 	if (v && *v) {
-		if (!strcmp(v, "1"))
-			msq_fds_dontcache = 1;
-		else if (!strcmp(v, "0"))
-			msq_fds_dontcache = 0;
+		/* The one boolean syntax of every MADVSEQ_* switch. */
+		bool on;
+
+		if (msq_parse_bool(v, &on) == 0)
+			msq_fds_dontcache = on;
 		else
-			msq_warn("MADVSEQ_DONTCACHE='%s' is not 1 or 0; using 0", v);
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (1 or 0); using 0", v);
 	}
 	/* Last: the wrappers act only once the real functions are known. */
 	__atomic_store_n(&msq_fds_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
