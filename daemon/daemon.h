@@ -209,6 +209,9 @@ const char *msqd_fidelity(const struct msqd *d);
 /* metrics.c */
 /* Appends to a malloc'd buffer; returns 0 or -ENOMEM. */
 int msqd_status_text(struct msqd *d, char **buf, size_t *len);
+/* STATUS= for systemctl status: clients, regions, bytes dropped (at most
+ * once a second, when they changed). */
+void msqd_notify_status(struct msqd *d);
 /* format: MSQ_STATS_TEXT (the status), _PROMETHEUS or _JSON. */
 int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -409,4 +410,25 @@ int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
 			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
 	return finish(&o, buf, len);
+}
+
+void msqd_notify_status(struct msqd *d)
+{
+	static char last[256];
+	static uint64_t last_ns;
+	char buf[256], a[MSQ_IEC_LEN], b[MSQ_IEC_LEN];
+
+	/* At most once a second, and only what changed (or once a minute,
+	 * after a reload's own STATUS= line). */
+	if (last_ns && d->now_ns - last_ns < 1000000000ull)
+		return;
+	snprintf(buf, sizeof(buf), "STATUS=%u clients (%u shim, %u discovered), %llu regions; "
+				   "dropped %s, kept %s (strong references)",
+		 d->nshim + d->ndiscovered, d->nshim, d->ndiscovered, (unsigned long long)d->nregions,
+		 msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b));
+	if (!strcmp(buf, last) && d->now_ns - last_ns < 60 * 1000000000ull)
+		return;
+	last_ns = d->now_ns;
+	memcpy(last, buf, sizeof(last));
+	sd_notify(0, buf);
 }
