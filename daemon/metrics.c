@@ -185,9 +185,9 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 					last = c->r[i]->s.st.last_error;
 			}
 			/* One line per process (command, pid, cgroup), then one per file. */
-			put(&o, "  %s[%d] %s in %s: %zu region%s, dropped %s, %llu cycles, %llu errors%s%s%s\n",
-			    comm_of(d, c->pid, comm, sizeof(comm)), (int)c->pid,
-			    c->fd >= 0 ? "shim" : "discovered", g->path, c->nr, c->nr == 1 ? "" : "s",
+			put(&o, "  pid %d %s (%s) in %s: %zu region%s, dropped %s, %llu cycles, %llu errors%s%s%s\n",
+			    (int)c->pid, c->fd >= 0 ? "shim" : "discovered",
+			    comm_of(d, c->pid, comm, sizeof(comm)), g->path, c->nr, c->nr == 1 ? "" : "s",
 			    msq_format_iec(dr, a), (unsigned long long)cy,
 			    (unsigned long long)er, last ? " (last: " : "", last ? strerror(-last) : "", last ? ")" : "");
 			for (size_t i = 0; i < c->nr; i++)

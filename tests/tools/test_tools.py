@@ -320,8 +320,8 @@ def case_ctl():
         if big in status:
             break
         time.sleep(0.05)
-    line = [l for l in status.splitlines() if "daemon-streamer[%d]" % s.pid in l]
-    check(len(line) == 1 and " in /" in line[0] and "shim" in line[0],
+    line = [l for l in status.splitlines() if "pid %d shim (daemon-streamer) in /" % s.pid in l]
+    check(len(line) == 1,
           "status names command, pid and cgroup", status)
     check(re.search(r"^    %s: dropped " % re.escape(big), status, re.M) is not None,
           "status names the file", status)
