@@ -144,6 +144,11 @@ int msq_cmd_check_env(int argc, char **argv)
 	v = getenv("MADVSEQ_STATS");
 	if (v && *v && check_stats(v) < 0)
 		rc = 1;
+	else if (v && *v && !strstr(v, "%p"))
+		/* Each process writes its own totals at exit, to the same name. */
+		fprintf(stderr, "%s: --stats=%s has no %%p: each process of the tree writes its totals "
+				"there and the last to exit wins (FILE.%%p keeps them all; --report sums them)\n",
+			msq_prog, v);
 	(void)argc;
 	(void)argv;
 	return fflush(stdout) == 0 ? rc : 1;

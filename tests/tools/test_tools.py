@@ -183,7 +183,11 @@ def case_wrapper_stats_path():
     check(p.returncode == 1 and "/nonexistent/dir/stats" in p.stderr and not os.path.exists(marker),
           "unwritable --stats: reported, exit 1, before the program starts", p.stderr)
     p = wrapper("run", "-s", os.path.join(wd, "st.%p"), "--", "touch", marker)
-    check(p.returncode == 0 and os.path.exists(marker), "writable --stats: runs", p.stderr)
+    check(p.returncode == 0 and os.path.exists(marker) and not p.stderr, "writable --stats with %p: runs, quiet",
+          p.stderr)
+    p = wrapper("run", "-s", os.path.join(wd, "st"), "--", "sh", "-c", "true | true")
+    check(p.returncode == 0 and p.stderr.count("has no %p") == 1,
+          "--stats without %p: one warning that processes overwrite each other", p.stderr)
 
 
 def case_wrapper_static():
