@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,8 +116,17 @@ static void summarize(const char *dir, const char *cmd, int status, bool verbose
 		close(dfd);
 	rmdir(dir);
 	fprintf(stderr, "  processes with the library: %u\n", t.procs);
-	fprintf(stderr, "  read() streams: %" PRIu64 " file%s, %s dropped behind the reader\n",
-		t.read_files, t.read_files == 1 ? "" : "s", msq_format_iec(t.read_dropped, a));
+	/* The kernel's count of the tree's block I/O (every descendant that
+	 * was waited for): how much the stream read from disk. */
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+		fprintf(stderr, "  disk I/O of the tree: %s read, %s written\n",
+			msq_format_iec((uint64_t)ru.ru_inblock * 512, a),
+			msq_format_iec((uint64_t)ru.ru_oublock * 512, b));
+	/* Files each process managed: one file read by two processes is two. */
+	fprintf(stderr, "  read() streams: %" PRIu64 " managed, %s dropped behind the readers\n",
+		t.read_files, msq_format_iec(t.read_dropped, a));
 	fprintf(stderr, "  mmap regions: %" PRIu64 ", %s dropped, %s kept (mapped or used elsewhere)\n",
 		t.regions, msq_format_iec(t.dropped, a), msq_format_iec(t.kept, b));
 	fprintf(stderr, "  total dropped: %s%s\n", msq_format_iec(t.dropped + t.read_dropped, a),
