@@ -320,7 +320,9 @@ def case_ctl():
     d = Daemon(wd)
     big = os.path.join(wd, "big")
     make_file(big, 64)
-    s = shimmed_streamer(d, big)
+    # Held long after its stream, so every query below still finds it
+    # (a sanitizer build is slow); killed at the end.
+    s = shimmed_streamer(d, big, hold_ms=60000)
     status = ""
     for _ in range(100):
         status = d.ctl("status").stdout
