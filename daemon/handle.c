@@ -181,7 +181,7 @@ static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_h
 	size_t len = 0;
 	int rc;
 
-	rc = stats ? msqd_stats_text(d, format == MSQ_STATS_PROMETHEUS, &buf, &len)
+	rc = stats ? msqd_stats_text(d, format, &buf, &len)
 		   : msqd_status_text(d, &buf, &len);
 	if (rc < 0) {
 		msqd_send_error(c, h->seq, rc);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,10 +20,27 @@ static const char *const names[] = {
 	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
 
+/* Whether stderr is the journal's stream: JOURNAL_STREAM ("DEV:INODE",
+ * systemd.exec(5)) names the stream systemd connected, and it is inherited
+ * by children whose stderr is something else (a terminal, a file), where
+ * "<N>" prefixes would be noise.  So it must match stderr itself. */
+bool msqd_log_stderr_is_journal(const char *journal_stream, int fd)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int end = 0;
+
+	if (!journal_stream || sscanf(journal_stream, "%llu:%llu%n", &dev, &ino, &end) != 2 ||
+	    journal_stream[end] != '\0')
+		return false;
+	return fstat(fd, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
+
 void msqd_log_init(const char *prog)
 {
 	g_prog = prog;
-	g_journal = getenv("JOURNAL_STREAM") != NULL;
+	g_journal = msqd_log_stderr_is_journal(getenv("JOURNAL_STREAM"), STDERR_FILENO);
 }
 
 const char *msqd_log_level_name(int level)
@@ -62,8 +80,7 @@ void msqd_log(int level, const char *fmt, ...)
 		n = snprintf(buf, sizeof(buf), "%s: [%ld.%03ld] %s: ", g_prog, (long)ts.tv_sec,
 			     ts.tv_nsec / 1000000, msqd_log_level_name(level));
 	} else
-		n = snprintf(buf, sizeof(buf), "%s: %s: ", g_prog,
-			     level == LOG_NOTICE ? "info" : msqd_log_level_name(level));
+		n = snprintf(buf, sizeof(buf), "%s: %s: ", g_prog, msqd_log_level_name(level));
 	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

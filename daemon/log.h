@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Logging to stderr with levels.  Under systemd (JOURNAL_STREAM set) each
- * line starts with a "<N>" syslog priority prefix, which journald turns
- * into the entry's priority; elsewhere it reads "madvseqd: warning: ...".
+ * Logging to stderr with levels.  When stderr is journald's stream
+ * (JOURNAL_STREAM names its device and inode) each line starts with a
+ * "<N>" syslog priority prefix, which journald turns into the entry's
+ * priority; elsewhere it reads "madvseqd: warning: ...".
  */
 #ifndef MSQD_LOG_H
 #define MSQD_LOG_H
@@ -13,6 +14,8 @@
 extern int msqd_log_level; /* LOG_ERR .. LOG_DEBUG; default LOG_INFO */
 
 void msqd_log_init(const char *prog);
+/* Whether fd is the stream JOURNAL_STREAM's "DEV:INODE" names. */
+bool msqd_log_stderr_is_journal(const char *journal_stream, int fd);
 void msqd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "err", "warning", "notice", "info", "debug" (or 3..7); -EINVAL if not. */
 int msqd_parse_log_level(const char *s);

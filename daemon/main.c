@@ -26,6 +26,7 @@
 #include "discover.h"
 #include "exitdrop.h"
 #include "log.h"
+#include "metrics.h"
 #include "refs.h"
 #include "regions.h"
 #include "server.h"
@@ -122,10 +123,14 @@ static int resolve_pid(struct msqd *d, pid_t pid)
 	msqd_policy_format(p, pol, sizeof(pol));
 	printf("pid %d cgroup %s (v%d)\nsection %s\npolicy %s\n", (int)pid, path, (int)layout,
 	       sec ? sec : "built-in", pol);
-	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, path, layout, &pr) == 0)
-		printf("usage %llu limit %llu psi_some_avg10 %.2f\ngate %s\n", (unsigned long long)pr.usage,
-		       (unsigned long long)pr.limit, pr.some_avg10,
-		       msqd_gate_decide(p, &pr) ? "open" : "closed");
+	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, path, layout, &pr) == 0) {
+		char lim[32] = "unlimited"; /* no limit up to the root: pr.limit 0 */
+
+		if (pr.limit)
+			snprintf(lim, sizeof(lim), "%llu", (unsigned long long)pr.limit);
+		printf("usage %llu limit %s psi_some_avg10 %.2f\ngate %s\n", (unsigned long long)pr.usage,
+		       lim, pr.some_avg10, msqd_gate_decide(p, &pr) ? "open" : "closed");
+	}
 	else
 		printf("gate %s\n", !p->pressure_pct && p->psi_some_avg10 <= 0 ? "open" : "unknown (acts)");
 	return 0;
@@ -357,6 +362,7 @@ int main(int argc, char **argv)
 			if (!msqd_snapshots(&d, until))
 				msqd_exit_drops(&d, until);
 		}
+		msqd_notify_status(&d);
 	}
 out:
 	sd_notify(0, "STOPPING=1");

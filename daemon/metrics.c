@@ -5,14 +5,18 @@
  * lines, one sample per line, label values escaped).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/config.h"
+#include "../common/iec.h"
 #include "../common/kernel_switch.h"
 #include "daemon.h"
 #include "cycle.h"
@@ -92,10 +96,40 @@ static void self_usage(double *cpu_s, uint64_t *rss)
 	*rss = (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The client's command name (/proc/PID/comm, 15 bytes at most); "?" when
+ * it is gone or unreadable. */
+static const char *comm_of(const struct msqd *d, pid_t pid, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/comm", d->proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	if (buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char *gate_name(const struct msqd_cg *g)
+{
+	return !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? "none"
+	       : g->gate_open				     ? "open"
+							     : "closed";
+}
+
 int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 {
 	struct out o = { 0 };
-	char a[32], b[32], e[32], pol[256];
+	char a[MSQ_IEC_LEN], b[MSQ_IEC_LEN], e[MSQ_IEC_LEN], pol[256], comm[32];
 	double cpu;
 	uint64_t rss;
 
@@ -140,10 +174,9 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
 	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
 	put(&o, "daemon: cpu %.3f s (%.3f s of it inside process_madvise: reclaim), rss %s\n", cpu,
-	    (double)d->advice_cpu_ns / 1e9, msq_format_size(rss & ~UINT64_C(1023), a, sizeof(a)));
+	    (double)d->advice_cpu_ns / 1e9, msq_format_iec(rss, a));
 	put(&o, "dropped: %s, kept (strong references): %s; page flags read: %llu frames\n",
-	    msq_format_size(d->dropped_total & ~UINT64_C(4095), a, sizeof(a)),
-	    msq_format_size(d->kept_strong_total, b, sizeof(b)),
+	    msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b),
 	    (unsigned long long)d->kpageflags_reads);
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
 		if (!g->clients && !g->dropped)
@@ -152,11 +185,8 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		put(&o, "\ncgroup %s (v%d) [%s]\n  %s\n  clients %u, regions %u, dropped %s, kept strong %s, "
 			"kept mapped %s, gate %s\n",
 		    g->path, (int)g->layout, g->section ? g->section : "built-in", pol, g->clients,
-		    g->regions, msq_format_size(g->dropped, a, sizeof(a)),
-		    msq_format_size(g->kept_strong, b, sizeof(b)),
-		    msq_format_size(g->kept_mapped, e, sizeof(e)),
-		    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? "none"
-		    : g->gate_open ? "open" : "closed");
+		    g->regions, msq_format_iec(g->dropped, a), msq_format_iec(g->kept_strong, b),
+		    msq_format_iec(g->kept_mapped, e), gate_name(g));
 		for (struct msqd_client *c = d->clients; c; c = c->next) {
 			uint64_t dr = 0, cy = 0, er = 0;
 			int last = 0;
@@ -170,12 +200,131 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 				if (c->r[i]->s.st.last_error)
 					last = c->r[i]->s.st.last_error;
 			}
-			put(&o, "  pid %d %s: %zu region%s, dropped %s, %llu cycles, %llu errors%s%s%s\n",
-			    (int)c->pid, c->fd >= 0 ? "shim" : "discovered", c->nr, c->nr == 1 ? "" : "s",
-			    msq_format_size(dr & ~UINT64_C(4095), a, sizeof(a)), (unsigned long long)cy,
+			/* One line per process (command, pid, cgroup), then one per file. */
+			put(&o, "  pid %d %s (%s) in %s: %zu region%s, dropped %s, %llu cycles, %llu errors%s%s%s\n",
+			    (int)c->pid, c->fd >= 0 ? "shim" : "discovered",
+			    comm_of(d, c->pid, comm, sizeof(comm)), g->path, c->nr, c->nr == 1 ? "" : "s",
+			    msq_format_iec(dr, a), (unsigned long long)cy,
 			    (unsigned long long)er, last ? " (last: " : "", last ? strerror(-last) : "", last ? ")" : "");
+			for (size_t i = 0; i < c->nr; i++)
+				put(&o, "    %s: dropped %s\n",
+				    c->r[i]->s.path ? c->r[i]->s.path : "(file without a path)",
+				    msq_format_iec(c->r[i]->s.st.dropped, a));
 		}
 	}
+	return finish(&o, buf, len);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped, valid
+ * UTF-8 kept, any other byte (file names are bytes) as U+FFFD. */
+static void json_str(struct out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	put(o, "\"");
+	while (*p) {
+		unsigned n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2
+			   : (*p & 0xf8) == 0xf0 ? 3 : 4;
+		unsigned k = 1;
+
+		if (n == 0) {
+			if (*p == '"' || *p == '\\')
+				put(o, "\\%c", *p);
+			else if (*p < 0x20 || *p == 0x7f)
+				put(o, "\\u%04x", *p);
+			else
+				put(o, "%c", *p);
+			p++;
+			continue;
+		}
+		while (n < 4 && k <= n && (p[k] & 0xc0) == 0x80)
+			k++;
+		if (n < 4 && k == n + 1 && !(n == 1 && *p < 0xc2)) {
+			put(o, "%.*s", (int)k, (const char *)p);
+			p += k;
+		} else {
+			put(o, "\\ufffd");
+			p++;
+		}
+	}
+	put(o, "\"");
+}
+
+/* The status as one JSON document.  "streams" holds one object a line,
+ * numbers first, so that line-oriented readers (madvseq stat) need no
+ * JSON parser; every reader may also parse the whole. */
+static int status_json(struct msqd *d, char **buf, size_t *len)
+{
+	struct out o = { 0 };
+	char comm[32];
+	double cpu;
+	uint64_t rss;
+	bool first = true;
+
+	msqd_kernel_recheck(d);
+	self_usage(&cpu, &rss);
+	put(&o, "{\"version\":");
+	json_str(&o, MSQD_VERSION);
+	put(&o, ",\"pid\":%d,\"uptime_seconds\":%llu,\"fidelity\":", (int)getpid(),
+	    (unsigned long long)((d->now_ns - d->started_ns) / 1000000000));
+	json_str(&o, msqd_fidelity(d));
+	put(&o, ",\"kernel_dropbehind\":%d,\"config\":", d->kernel_state < 0 ? -1 : d->kernel_state);
+	if (d->conf.path)
+		json_str(&o, d->conf.path);
+	else
+		put(&o, "null");
+	put(&o, ",\"clients\":{\"shim\":%u,\"discovered\":%u},\"regions\":%llu,"
+		"\"exit_drops_pending\":%u,\"cycles\":%llu,\"protocol_errors\":%llu,"
+		"\"regions_refused\":%llu,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
+		"\"daemon_cpu_seconds\":%.3f,\"daemon_rss_bytes\":%llu,\n\"cgroups\":[",
+	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions, d->nleftovers,
+	    (unsigned long long)d->cycles, (unsigned long long)d->proto_errors,
+	    (unsigned long long)d->refused_regions, (unsigned long long)d->dropped_total,
+	    (unsigned long long)d->kept_strong_total, cpu, (unsigned long long)rss);
+	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+		if (!g->clients && !g->dropped)
+			continue;
+		put(&o, "%s\n{\"path\":", first ? "" : ",");
+		json_str(&o, g->path);
+		put(&o, ",\"section\":");
+		if (g->section)
+			json_str(&o, g->section);
+		else
+			put(&o, "null");
+		put(&o, ",\"clients\":%u,\"regions\":%u,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
+			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\"}",
+		    g->clients, g->regions, (unsigned long long)g->dropped,
+		    (unsigned long long)g->kept_strong, (unsigned long long)g->kept_mapped, gate_name(g));
+		first = false;
+	}
+	put(&o, "],\n\"streams\":[");
+	first = true;
+	for (struct msqd_client *c = d->clients; c; c = c->next) {
+		if (c->ctl)
+			continue;
+		comm_of(d, c->pid, comm, sizeof(comm));
+		for (size_t i = 0; i < c->nr; i++) {
+			const struct msq_stream *s = &c->r[i]->s;
+
+			put(&o, "%s\n{\"pid\":%d,\"dev\":%llu,\"ino\":%llu,\"dropped_bytes\":%llu,"
+				"\"cycles\":%llu,\"errors\":%llu,\"kind\":\"%s\",\"command\":",
+			    first ? "" : ",", (int)c->pid, (unsigned long long)s->dev,
+			    (unsigned long long)s->ino, (unsigned long long)s->st.dropped,
+			    (unsigned long long)s->st.cycles, (unsigned long long)s->st.errors,
+			    c->fd >= 0 ? "shim" : "discovered");
+			json_str(&o, comm);
+			put(&o, ",\"cgroup\":");
+			json_str(&o, c->cg ? c->cg->path : NULL);
+			put(&o, ",\"file\":");
+			if (s->path)
+				json_str(&o, s->path);
+			else
+				put(&o, "null");
+			put(&o, "}");
+			first = false;
+		}
+	}
+	put(&o, "]}\n");
 	return finish(&o, buf, len);
 }
 
@@ -204,14 +353,16 @@ static void prom_head(struct out *o, const char *name, const char *type, const c
 	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
+int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 {
 	struct out o = { 0 };
 	char e[1024];
 	double cpu;
 	uint64_t rss;
 
-	if (!prometheus)
+	if (format == MSQ_STATS_JSON)
+		return status_json(d, buf, len);
+	if (format != MSQ_STATS_PROMETHEUS)
 		return msqd_status_text(d, buf, len);
 	msqd_kernel_recheck(d);
 	self_usage(&cpu, &rss);
@@ -275,4 +426,25 @@ int msqd_stats_text(struct msqd *d, bool prometheus, char **buf, size_t *len)
 			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
 			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
 	return finish(&o, buf, len);
+}
+
+void msqd_notify_status(struct msqd *d)
+{
+	static char last[256];
+	static uint64_t last_ns;
+	char buf[256], a[MSQ_IEC_LEN], b[MSQ_IEC_LEN];
+
+	/* At most once a second, and only what changed (or once a minute,
+	 * after a reload's own STATUS= line). */
+	if (last_ns && d->now_ns - last_ns < 1000000000ull)
+		return;
+	snprintf(buf, sizeof(buf), "STATUS=%u clients (%u shim, %u discovered), %llu regions; "
+				   "dropped %s, kept %s (strong references)",
+		 d->nshim + d->ndiscovered, d->nshim, d->ndiscovered, (unsigned long long)d->nregions,
+		 msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b));
+	if (!strcmp(buf, last) && d->now_ns - last_ns < 60 * 1000000000ull)
+		return;
+	last_ns = d->now_ns;
+	memcpy(last, buf, sizeof(last));
+	sd_notify(0, buf);
 }

@@ -107,5 +107,5 @@ int msqd_valid_read_report(const struct msq_msg_read_report *m)
 
 int msqd_valid_stats(const struct msq_msg_stats_req *m)
 {
-	return m->format > MSQ_STATS_PROMETHEUS || m->pad ? -EBADMSG : 0;
+	return m->format > MSQ_STATS_JSON || m->pad ? -EBADMSG : 0;
 }

@@ -125,6 +125,7 @@ struct msq_msg_unregister {
 /* POLICY_GET, STATUS, STATS: a bare header; STATS may carry a format. */
 #define MSQ_STATS_TEXT 0u
 #define MSQ_STATS_PROMETHEUS 1u
+#define MSQ_STATS_JSON 2u /* status and metrics as one JSON document */
 struct msq_msg_stats_req {
 	struct msq_msg_hdr h;
 	uint32_t format;
