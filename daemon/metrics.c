@@ -178,8 +178,12 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "dropped: %s, kept (strong references): %s; page flags read: %llu frames\n",
 	    msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b),
 	    (unsigned long long)d->kpageflags_reads);
+	put(&o, "read() streams (the shims' own read paths, as they report): %llu files, %s streamed, "
+		"%s dropped behind, %s kept (cached before)\n",
+	    (unsigned long long)d->read_total.files, msq_format_iec(d->read_total.streamed, a),
+	    msq_format_iec(d->read_total.dropped, b), msq_format_iec(d->read_total.kept, e));
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
-		if (!g->clients && !g->dropped)
+		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
 		msqd_policy_format(g->pol, pol, sizeof(pol));
 		put(&o, "\ncgroup %s (v%d) [%s]\n  %s\n  clients %u, regions %u, dropped %s, kept strong %s, "
@@ -187,6 +191,10 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		    g->path, (int)g->layout, g->section ? g->section : "built-in", pol, g->clients,
 		    g->regions, msq_format_iec(g->dropped, a), msq_format_iec(g->kept_strong, b),
 		    msq_format_iec(g->kept_mapped, e), gate_name(g));
+		if (g->read.streamed)
+			put(&o, "  read() streams: %llu files, %s streamed, %s dropped behind, %s kept\n",
+			    (unsigned long long)g->read.files, msq_format_iec(g->read.streamed, a),
+			    msq_format_iec(g->read.dropped, b), msq_format_iec(g->read.kept, e));
 		for (struct msqd_client *c = d->clients; c; c = c->next) {
 			uint64_t dr = 0, cy = 0, er = 0;
 			int last = 0;
@@ -276,13 +284,17 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 	put(&o, ",\"clients\":{\"shim\":%u,\"discovered\":%u},\"regions\":%llu,"
 		"\"exit_drops_pending\":%u,\"cycles\":%llu,\"protocol_errors\":%llu,"
 		"\"regions_refused\":%llu,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
+		"\"read_path\":{\"files\":%llu,\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,"
+		"\"kept_bytes\":%llu},"
 		"\"daemon_cpu_seconds\":%.3f,\"daemon_rss_bytes\":%llu,\n\"cgroups\":[",
 	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions, d->nleftovers,
 	    (unsigned long long)d->cycles, (unsigned long long)d->proto_errors,
 	    (unsigned long long)d->refused_regions, (unsigned long long)d->dropped_total,
-	    (unsigned long long)d->kept_strong_total, cpu, (unsigned long long)rss);
+	    (unsigned long long)d->kept_strong_total, (unsigned long long)d->read_total.files,
+	    (unsigned long long)d->read_total.streamed, (unsigned long long)d->read_total.dropped,
+	    (unsigned long long)d->read_total.kept, cpu, (unsigned long long)rss);
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
-		if (!g->clients && !g->dropped)
+		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
 		put(&o, "%s\n{\"path\":", first ? "" : ",");
 		json_str(&o, g->path);
@@ -292,9 +304,12 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 		else
 			put(&o, "null");
 		put(&o, ",\"clients\":%u,\"regions\":%u,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
-			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\"}",
+			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\",\"read_path\":{\"files\":%llu,"
+			"\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,\"kept_bytes\":%llu}}",
 		    g->clients, g->regions, (unsigned long long)g->dropped,
-		    (unsigned long long)g->kept_strong, (unsigned long long)g->kept_mapped, gate_name(g));
+		    (unsigned long long)g->kept_strong, (unsigned long long)g->kept_mapped, gate_name(g),
+		    (unsigned long long)g->read.files, (unsigned long long)g->read.streamed,
+		    (unsigned long long)g->read.dropped, (unsigned long long)g->read.kept);
 		first = false;
 	}
 	put(&o, "],\n\"streams\":[");
@@ -403,11 +418,31 @@ int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 	put(&o, "madvseq_daemon_advice_cpu_seconds_total %.6f\n", (double)d->advice_cpu_ns / 1e9);
 	prom_head(&o, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.");
 	put(&o, "madvseq_daemon_rss_bytes %llu\n", (unsigned long long)rss);
-	prom_head(&o, "madvseq_dropped_bytes_total", "counter", "Page cache bytes dropped behind readers, per cgroup.");
+	prom_head(&o, "madvseq_dropped_bytes_total", "counter",
+		  "Page cache bytes dropped behind readers, per cgroup: by madvseqd in mappings, plus "
+		  "what the shims' read paths report (madvseq_read_dropped_bytes_total).");
 	for (struct msqd_cg *g = d->cgs; g; g = g->next)
-		if (g->clients || g->dropped)
+		if (g->clients || g->dropped || g->read.streamed)
 			put(&o, "madvseq_dropped_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
-			    (unsigned long long)g->dropped);
+			    (unsigned long long)(g->dropped + g->read.dropped));
+	prom_head(&o, "madvseq_read_streamed_bytes_total", "counter",
+		  "Bytes programs moved through read()/write() streams the shim manages, as the shims report, per cgroup.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->read.streamed)
+			put(&o, "madvseq_read_streamed_bytes_total{cgroup=\"%s\"} %llu\n",
+			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.streamed);
+	prom_head(&o, "madvseq_read_dropped_bytes_total", "counter",
+		  "Bytes the shims' read paths advised away behind read()/write() streams, as they report, per cgroup.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->read.streamed)
+			put(&o, "madvseq_read_dropped_bytes_total{cgroup=\"%s\"} %llu\n",
+			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.dropped);
+	prom_head(&o, "madvseq_read_kept_bytes_total", "counter",
+		  "Bytes the shims' read paths left cached because they were cached before, as they report, per cgroup.");
+	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		if (g->read.streamed)
+			put(&o, "madvseq_read_kept_bytes_total{cgroup=\"%s\"} %llu\n",
+			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.kept);
 	prom_head(&o, "madvseq_kept_strong_bytes_total", "counter",
 		  "Bytes not dropped because kpageflags/kpagecount showed another user, per cgroup (counted at each check).");
 	for (struct msqd_cg *g = d->cgs; g; g = g->next)
@@ -441,7 +476,8 @@ void msqd_notify_status(struct msqd *d)
 	snprintf(buf, sizeof(buf), "STATUS=%u clients (%u shim, %u discovered), %llu regions; "
 				   "dropped %s, kept %s (strong references)",
 		 d->nshim + d->ndiscovered, d->nshim, d->ndiscovered, (unsigned long long)d->nregions,
-		 msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b));
+		 msq_format_iec(d->dropped_total + d->read_total.dropped, a),
+		 msq_format_iec(d->kept_strong_total, b));
 	if (!strcmp(buf, last) && d->now_ns - last_ns < 60 * 1000000000ull)
 		return;
 	last_ns = d->now_ns;

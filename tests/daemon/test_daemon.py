@@ -685,6 +685,44 @@ def case_read_policy():
     done()
 
 
+def case_read_report():
+    """A program's read() stream, which the shim manages itself, reaches the
+    daemon's status and metrics: cat of a 512M file raises the cgroup's
+    dropped bytes by about the file."""
+    need_root()
+    size = 512 * M
+    with Workdir("read-report") as wd:
+        data = wd.file("data", size)
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n", name="rr")
+        evict(data)
+        before = sum_metric(d, "madvseq_dropped_bytes_total")
+        # cat advises POSIX_FADV_SEQUENTIAL: managed in the default mode.
+        p = subprocess.run(["cat", data], env=shim_env(MADVSEQ_SOCKET=d.sock),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60)
+        check(p.returncode == 0, "cat succeeded")
+        left = cached(data)
+        after = sum_metric(d, "madvseq_dropped_bytes_total")
+        read_dropped = sum_metric(d, "madvseq_read_dropped_bytes_total")
+        streamed = sum_metric(d, "madvseq_read_streamed_bytes_total")
+        status = d.ctl("status").stdout
+        print("left cached %dM; dropped metric %dM -> %dM (read path %dM dropped of %dM streamed)" %
+              (left // M, before // M, after // M, read_dropped // M, streamed // M))
+        check(left <= 8 * M, "the read path dropped the file behind cat")
+        check(after - before >= 500 * M, "the dropped-bytes metric rose by >= 500M")
+        check(streamed >= size, "the streamed bytes are counted (%dM)" % (streamed // M))
+        check("read() streams" in status and "1 files" in status,
+              "status shows the read path's numbers")
+        show_if_failed(d, p.stderr)
+        d.stop()
+    done()
+
+
+def sum_metric(d, name):
+    """The sum of a metric over its label sets (0 if absent)."""
+    out = d.ctl("stats", "--format=prometheus", check_rc=False).stdout
+    return int(sum(float(v) for v in re.findall(r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), out, re.M)))
+
+
 def case_strong_refs():
     """A page another process reads with read() is kept, seen in kpageflags."""
     need_root()
@@ -1209,6 +1247,7 @@ CASES = {
     "kernel-switch": case_kernel_switch,
     "shim": lambda: streaming_case("shim"),
     "read-policy": case_read_policy,
+    "read-report": case_read_report,
     "final-exit": lambda: case_final_drop("exit"),
     "final-_exit": lambda: case_final_drop("_exit"),
     "orphan-kill": case_orphan_kill,
