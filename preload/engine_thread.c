@@ -211,6 +211,16 @@ void msq_engine_start(void)
  */
 static bool g_fork_child; /* a fork child: writes stats only if it did something */
 
+static void write_file_line(const char *name, const struct msq_file_counts *c, void *arg)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "file=%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n",
+			 c->streamed, c->dropped, c->kept, c->written, name);
+
+	if (n > 0)
+		msq_sys_write_all(*(int *)arg, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
 static void write_stats(void)
 {
 	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
@@ -235,10 +245,11 @@ static void write_stats(void)
 		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
 		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
 		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64
-		       "\nread_bytes_streamed=%" PRIu64 "\nread_bytes_kept=%" PRIu64 "\n",
+		       "\nread_bytes_streamed=%" PRIu64 "\nread_bytes_kept=%" PRIu64
+		       "\nread_bytes_written_behind=%" PRIu64 "\n",
 		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
-		       msq_cfg.kernel_covers, rt.files, rt.dropped, rt.streamed, rt.kept);
+		       msq_cfg.kernel_covers, rt.files, rt.dropped, rt.streamed, rt.kept, rt.written);
 	fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0) {
 		msq_warn("MADVSEQ_STATS: cannot write %s: error %d", path, -fd);
@@ -246,6 +257,8 @@ static void write_stats(void)
 	}
 	if (msq_sys_write_all(fd, buf, (size_t)len) != len)
 		msq_warn("MADVSEQ_STATS: short write to %s", path);
+	/* Then one line per file: "file=STREAMED DROPPED KEPT WRITTEN PATH". */
+	msq_readpath_each_file(write_file_line, &fd);
 	msq_sys_close(fd);
 }
 

@@ -103,6 +103,8 @@ struct msq_fd {
 	bool inherited; /* copied by fork: no final drop at close */
 	uint64_t snap_ahead;
 	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
+	struct msq_file_counts c; /* for MADVSEQ_STATS */
+	char path[128];           /* likewise (empty without MADVSEQ_STATS) */
 	struct dir rd, wr;
 };
 
@@ -298,10 +300,96 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 /* Process totals (readpath.h). */
 static struct msq_read_totals g_tot;
 
-static void count_advised(struct msq_fd *s, uint64_t n)
+static void count_advised(struct msq_fd *s, const struct dir *d, uint64_t n)
 {
 	s->advised += n;
+	__atomic_add_fetch(&s->c.dropped, n, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&g_tot.dropped, n, __ATOMIC_RELAXED);
+	if (d == &s->wr) {
+		__atomic_add_fetch(&s->c.written, n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g_tot.written, n, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Records of closed files for MADVSEQ_STATS: slots claimed with one atomic
+ * increment (close() may run in a signal handler), the rest summed up as
+ * "other files".
+ */
+#define FILE_RECORDS 64
+static struct {
+	struct msq_file_counts c;
+	char path[128];
+	int ready;
+} g_rec[FILE_RECORDS];
+static unsigned g_nrec;
+static struct msq_file_counts g_rec_other;
+
+static void record_file(const struct msq_fd *s)
+{
+	unsigned i;
+
+	if (!s->c.streamed || !msq_cfg.stats_path[0])
+		return;
+	i = __atomic_fetch_add(&g_nrec, 1, __ATOMIC_RELAXED);
+	if (i >= FILE_RECORDS) {
+		__atomic_add_fetch(&g_rec_other.streamed, s->c.streamed, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g_rec_other.dropped, s->c.dropped, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g_rec_other.kept, s->c.kept, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g_rec_other.written, s->c.written, __ATOMIC_RELAXED);
+		return;
+	}
+	g_rec[i].c = s->c;
+	memcpy(g_rec[i].path, s->path, sizeof(g_rec[i].path));
+	__atomic_store_n(&g_rec[i].ready, 1, __ATOMIC_RELEASE);
+}
+
+struct each_arg {
+	void (*fn)(const char *, const struct msq_file_counts *, void *);
+	void *arg;
+};
+
+static void each_open(int fd, struct msq_fd *v, void *arg)
+{
+	struct each_arg *a = arg;
+
+	(void)fd;
+	if (v != MSQ_FD_IGNORED && v->c.streamed)
+		a->fn(v->path[0] ? v->path : "?", &v->c, a->arg);
+}
+
+void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_counts *c,
+				       void *arg),
+			    void *arg)
+{
+	struct each_arg a = { fn, arg };
+	unsigned n = __atomic_load_n(&g_nrec, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < n && i < FILE_RECORDS; i++)
+		if (__atomic_load_n(&g_rec[i].ready, __ATOMIC_ACQUIRE))
+			fn(g_rec[i].path[0] ? g_rec[i].path : "?", &g_rec[i].c, arg);
+	if (g_rec_other.streamed)
+		fn("(other files)", &g_rec_other, arg);
+	urcu_bp_read_lock();
+	msq_fdt_each(0, MSQ_FDT_MAX - 1, each_open, &a);
+	urcu_bp_read_unlock();
+}
+
+/* The file's name for the stats file: what /proc/self/fd says, control
+ * characters made '?' (one record a line). */
+static void name_of(int fd, char *buf, size_t len)
+{
+	char link[64];
+	long n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = MSQ_SYSCALL(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	for (long i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 32 || buf[i] == 127)
+			buf[i] = '?';
 }
 
 void msq_readpath_totals(struct msq_read_totals *t)
@@ -310,6 +398,7 @@ void msq_readpath_totals(struct msq_read_totals *t)
 	t->streamed = __atomic_load_n(&g_tot.streamed, __ATOMIC_RELAXED);
 	t->dropped = __atomic_load_n(&g_tot.dropped, __ATOMIC_RELAXED);
 	t->kept = __atomic_load_n(&g_tot.kept, __ATOMIC_RELAXED);
+	t->written = __atomic_load_n(&g_tot.written, __ATOMIC_RELAXED);
 }
 
 /* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
@@ -319,13 +408,14 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 		uint64_t e = c + CHUNK;
 
 		if (msq_extents_overlaps(&d->pre, c, e)) {
+			__atomic_add_fetch(&s->c.kept, CHUNK, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&g_tot.kept, CHUNK, __ATOMIC_RELAXED);
 			continue;
 		}
 		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
 			e += CHUNK;
 		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
-			count_advised(s, e - c);
+			count_advised(s, d, e - c);
 		c = e - CHUNK;
 	}
 }
@@ -363,7 +453,7 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 				continue;
 			}
 			if (cs.nr_cache && sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
-				count_advised(s, CHUNK);
+				count_advised(s, d, CHUNK);
 		}
 		c += CHUNK;
 	}
@@ -491,6 +581,8 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->flags = extra;
+	if (msq_cfg.stats_path[0])
+		name_of(fd, s->path, sizeof(s->path));
 	s->snap_ahead = ceil_chunk(8 * device_readahead(st.st_dev));
 	if (s->snap_ahead < SNAP_AHEAD_MIN)
 		s->snap_ahead = SNAP_AHEAD_MIN;
@@ -578,6 +670,7 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
+		__atomic_add_fetch(&s->c.streamed, n, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
 		d = writing ? &s->wr : &s->rd;
 		end = (off >= 0 ? (uint64_t)off : d->next) + n;
@@ -754,6 +847,7 @@ void msq_fds_forget(int fd, bool drop)
 		if (s->advised)
 			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
 				  msq_format_size(s->advised, b, sizeof(b)));
+		record_file(s);
 		free_state(s);
 	}
 }
@@ -790,6 +884,7 @@ static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 	if (v != MSQ_FD_IGNORED) {
 		v->inherited = true;
 		v->busy = 0; /* a thread of the parent may have held it */
+		memset(&v->c, 0, sizeof(v->c)); /* the child's own figures */
 	}
 }
 
@@ -798,6 +893,9 @@ void msq_readpath_atfork_child(void)
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
 	/* The child's own totals (MADVSEQ_STATS). */
 	memset(&g_tot, 0, sizeof(g_tot));
+	/* The parent's closed files are the parent's to report. */
+	g_nrec = 0;
+	memset(&g_rec_other, 0, sizeof(g_rec_other));
 }
 
 void msq_readpath_set_mode(enum msq_read_mode m)

@@ -42,8 +42,19 @@ void msq_readpath_set_mode(enum msq_read_mode m) MSQ_HIDDEN;
  * they were cached before. */
 struct msq_read_totals {
 	uint64_t files, streamed, dropped, kept;
+	uint64_t written; /* of dropped: behind write streams (write-behind) */
 };
 void msq_readpath_totals(struct msq_read_totals *t) MSQ_HIDDEN;
+/* One file's figures, for MADVSEQ_STATS (kept only when it is set). */
+struct msq_file_counts {
+	uint64_t streamed, dropped, kept, written;
+};
+/* Calls fn for the files the read path managed (closed ones, as many as
+ * it kept records of, then the open ones).  Lock-free and allocation-free:
+ * for the stats file at exit and _exit. */
+void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_counts *c,
+				       void *arg),
+			    void *arg) MSQ_HIDDEN;
 /* In a fork child: states are now inherited copies. */
 void msq_readpath_atfork_child(void) MSQ_HIDDEN;
 

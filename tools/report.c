@@ -30,6 +30,7 @@
 struct totals {
 	unsigned procs;
 	uint64_t regions, dropped, kept, errors, read_files, read_dropped;
+	uint64_t read_streamed, read_kept, read_written;
 };
 
 static volatile sig_atomic_t g_child;
@@ -45,6 +46,7 @@ static int read_stats(int dirfd, const char *name, struct totals *t, bool verbos
 {
 	char line[256];
 	uint64_t regions = 0, dropped = 0, kept = 0, errors = 0, rfiles = 0, rdropped = 0, v;
+	uint64_t rstreamed = 0, rkept = 0, rwritten = 0;
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
@@ -53,9 +55,24 @@ static int read_stats(int dirfd, const char *name, struct totals *t, bool verbos
 			close(fd);
 		return -errno;
 	}
+	if (verbose)
+		fprintf(stderr, "  pid %s:\n", name);
 	while (fgets(line, sizeof(line), f)) {
-		char key[64];
+		uint64_t fs, fd_, fk, fw;
+		char key[64], path[160];
 
+		/* One line per file: "file=STREAMED DROPPED KEPT WRITTEN PATH". */
+		if (sscanf(line, "file=%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %159[^\n]", &fs,
+			   &fd_, &fk, &fw, path) == 5) {
+			char a[MSQ_IEC_LEN], b[MSQ_IEC_LEN], c[MSQ_IEC_LEN], w[MSQ_IEC_LEN];
+
+			if (verbose)
+				fprintf(stderr, "    %s: %s streamed, %s dropped, %s kept (cached before), "
+						"%s written behind\n",
+					path, msq_format_iec(fs, a), msq_format_iec(fd_, b),
+					msq_format_iec(fk, c), msq_format_iec(fw, w));
+			continue;
+		}
 		if (sscanf(line, "%63[^=]=%" SCNu64, key, &v) != 2)
 			continue;
 		if (!strcmp(key, "regions"))
@@ -70,6 +87,12 @@ static int read_stats(int dirfd, const char *name, struct totals *t, bool verbos
 			rfiles = v;
 		else if (!strcmp(key, "read_bytes_advised"))
 			rdropped = v;
+		else if (!strcmp(key, "read_bytes_streamed"))
+			rstreamed = v;
+		else if (!strcmp(key, "read_bytes_kept"))
+			rkept = v;
+		else if (!strcmp(key, "read_bytes_written_behind"))
+			rwritten = v;
 	}
 	fclose(f);
 	t->procs++;
@@ -79,12 +102,15 @@ static int read_stats(int dirfd, const char *name, struct totals *t, bool verbos
 	t->errors += errors;
 	t->read_files += rfiles;
 	t->read_dropped += rdropped;
+	t->read_streamed += rstreamed;
+	t->read_kept += rkept;
+	t->read_written += rwritten;
 	if (verbose) {
 		char a[MSQ_IEC_LEN], b[MSQ_IEC_LEN];
 
-		fprintf(stderr, "  pid %s: read() %" PRIu64 " file%s, %s dropped; mmap %" PRIu64
+		fprintf(stderr, "    in all: read() %" PRIu64 " file%s, %s dropped; mmap %" PRIu64
 				" region%s, %s dropped\n",
-			name, rfiles, rfiles == 1 ? "" : "s", msq_format_iec(rdropped, a), regions,
+			rfiles, rfiles == 1 ? "" : "s", msq_format_iec(rdropped, a), regions,
 			regions == 1 ? "" : "s", msq_format_iec(dropped, b));
 	}
 	return 0;
@@ -92,7 +118,7 @@ static int read_stats(int dirfd, const char *name, struct totals *t, bool verbos
 
 static void summarize(const char *dir, const char *cmd, int status, bool verbose)
 {
-	char a[MSQ_IEC_LEN], b[MSQ_IEC_LEN], how[64];
+	char a[MSQ_IEC_LEN], b[MSQ_IEC_LEN], c[MSQ_IEC_LEN], w[MSQ_IEC_LEN], how[64];
 	struct totals t = { 0 };
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -125,8 +151,10 @@ static void summarize(const char *dir, const char *cmd, int status, bool verbose
 			msq_format_iec((uint64_t)ru.ru_inblock * 512, a),
 			msq_format_iec((uint64_t)ru.ru_oublock * 512, b));
 	/* Files each process managed: one file read by two processes is two. */
-	fprintf(stderr, "  read() streams: %" PRIu64 " managed, %s dropped behind the readers\n",
-		t.read_files, msq_format_iec(t.read_dropped, a));
+	fprintf(stderr, "  read() streams: %" PRIu64 " managed, %s streamed, %s dropped behind the "
+			"readers, %s kept (cached before), %s of it written behind\n",
+		t.read_files, msq_format_iec(t.read_streamed, a), msq_format_iec(t.read_dropped, b),
+		msq_format_iec(t.read_kept, c), msq_format_iec(t.read_written, w));
 	fprintf(stderr, "  mmap regions: %" PRIu64 ", %s dropped, %s kept (mapped or used elsewhere)\n",
 		t.regions, msq_format_iec(t.dropped, a), msq_format_iec(t.kept, b));
 	fprintf(stderr, "  total dropped: %s%s\n", msq_format_iec(t.dropped + t.read_dropped, a),

@@ -213,12 +213,14 @@ def case_wrapper_report():
     p = wrapper("run", "--report", "--", "sh", "-c",
                 'exec 2>&-; cat "$1" > /dev/null; cat "$1" | cat > /dev/null', "sh", big)
     print(p.stderr)
-    m = re.search(r"read\(\) streams: (\d+) managed, ([\d.]+) MiB dropped", p.stderr)
+    m = re.search(r"read\(\) streams: (\d+) managed, ([\d.]+) MiB streamed, ([\d.]+) MiB dropped",
+                  p.stderr)
     check(p.returncode == 0 and "processes with the library: " in p.stderr and m is not None,
           "--report prints one summary though the program closed its stderr")
     if m:
-        check(int(m.group(1)) == 2 and float(m.group(2)) >= 60,
-              "--report: 2 files streamed, %s MiB dropped (>= 60 of 2 x 96 less lags)" % m.group(2))
+        check(int(m.group(1)) == 2 and float(m.group(3)) >= 60,
+              "--report: 2 files streamed, %s MiB dropped (>= 60 of 2 x 96 less lags)" % m.group(3))
+        check(float(m.group(2)) >= 2 * 96 - 1, "--report: %s MiB streamed (2 x 96)" % m.group(2))
     check(p.stderr.count("madvseq: report:") == 1, "one summary for the whole tree")
     m = re.search(r"disk I/O of the tree: ([\d.]+) MiB read", p.stderr)
     check(m is not None and float(m.group(1)) >= 90,
@@ -226,6 +228,9 @@ def case_wrapper_report():
     p = wrapper("run", "--report", "-v", "--", "sh", "-c", 'cat "$1" > /dev/null; exit 3', "sh", big)
     check(p.returncode == 3 and "exited 3" in p.stderr and re.search(r"^  pid \d+:", p.stderr, re.M),
           "--report -v: per-process lines, the command's exit status kept", p.stderr)
+    check(re.search(r"^    %s: 96\.0 MiB streamed, [\d.]+ MiB dropped, [\d.]+ (MiB|B) kept \(cached before\)"
+                    % re.escape(big), p.stderr, re.M) is not None,
+          "--report -v: one line per file, with what was streamed, dropped and kept", p.stderr)
     p = wrapper("run", "--report", "--", "sh", "-c", "kill -TERM $$")
     check(p.returncode == -15 and "killed by signal 15" in p.stderr,
           "--report: a command killed by a signal kills the wrapper the same way", p.stderr)
