@@ -4,7 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
-      fio nocache vmtouch python3 util-linux coreutils rsync tar)
+      fio nocache vmtouch python3 util-linux coreutils rsync tar
+      # conformance suite: CPython's own tests for Debian's interpreter
+      python3.11 libpython3.11-testsuite)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
