@@ -5,8 +5,10 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
       fio nocache vmtouch python3 util-linux coreutils rsync tar
-      # conformance suite: CPython's own tests for Debian's interpreter
-      python3.11 libpython3.11-testsuite)
+      # conformance suite: CPython's own tests for Debian's interpreter, and
+      # the programs of the corpus (tests/conformance/README.md)
+      python3.11 libpython3.11-testsuite git sqlite3 gzip xz-utils zstd bzip2 perl
+      make nodejs openjdk-17-jdk-headless)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
