@@ -114,9 +114,12 @@ class Daemon:
         with open(self.conf, "w") as f:
             f.write(conf)
         self.logf = open(self.log, "w")
-        # The daemon is not one of the programs under test: it runs plain.
+        # The project's own program, not one under test: it gets the test
+        # runner's environment (the sanitizer options of the ASan build),
+        # without the preload.
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         self.p = subprocess.Popen([os.environ["MADVSEQD"], "-s", self.sock, "-c", self.conf],
-                                  env=plain_env(), stdout=self.logf, stderr=self.logf)
+                                  env=env, stdout=self.logf, stderr=self.logf)
         _daemons.append(self)
         for _ in range(400):
             if os.path.exists(self.sock) and self.ctl("status").returncode == 0:
@@ -157,6 +160,18 @@ class Daemon:
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
+
+
+def stats_dir(wd):
+    """A directory for MADVSEQ_STATS files that every user may write in:
+    programs under test drop privileges (test_subprocess runs children as
+    nobody), and a stats file they cannot write puts a warning on their
+    stderr that the run without the shim does not have."""
+    d = os.path.join(wd, "stats")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o1777)
+    os.chmod(wd, 0o755)
+    return os.path.join(d, "msq.%p")
 
 
 def stats_files(pattern):

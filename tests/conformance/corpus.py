@@ -32,7 +32,7 @@ import sys
 import time
 
 from conformance import (PLAIN, READ_MODES, Daemon, fmt_totals, plain_env, scratch, shim_env, skip,
-                         stats_totals)
+                         stats_dir, stats_totals)
 import corpus_data
 
 TIMEOUT = 180          # seconds for one run: beyond it, the run hangs
@@ -174,7 +174,7 @@ def main():
 
     data = corpus_data.ensure()
     wd = scratch("corpus")
-    stats = os.path.join(wd, "stats.%p")
+    stats = stats_dir(wd)
     daemon = Daemon(wd)
     failed = []
     rows = []
