@@ -48,8 +48,8 @@ SETS = {
              "test_signal", "test_threading", "test_shutil", "test_tarfile", "test_zipfile",
              "test_tempfile", "test_sqlite3", "test_gzip", "test_bz2", "test_lzma",
              "test_concurrent_futures", "test_multiprocessing_forkserver"],
-    "ci": ["test_mmap", "test_fileio", "test_io", "test_os", "test_posix", "test_shutil",
-           "test_tempfile", "test_sqlite3", "test_gzip", "test_zipfile", "test_bz2"],
+    "ci": ["test_mmap", "test_fileio", "test_io", "test_os", "test_posix", "test_subprocess",
+           "test_shutil", "test_tempfile", "test_sqlite3", "test_gzip", "test_bz2"],
     "asan": ["test_mmap", "test_fileio", "test_shutil", "test_tempfile", "test_gzip"],
 }
 
