@@ -5,7 +5,12 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
       fio nocache vmtouch python3 util-linux coreutils rsync tar
-      clang strace)  # clang: the libFuzzer harnesses (tests/fuzz)
+      # conformance suite: CPython's own tests for Debian's interpreter, and
+      # the programs of the corpus (tests/conformance/README.md)
+      python3.11 libpython3.11-testsuite git sqlite3 gzip xz-utils zstd bzip2 perl
+      make nodejs openjdk-17-jdk-headless
+      # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests
+      clang strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
