@@ -102,9 +102,11 @@ struct msq_fd {
 	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
 	bool inherited; /* copied by fork: no final drop at close */
 	uint64_t snap_ahead;
+	uint64_t size;     /* the file's size when it was classified */
 	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
 	struct msq_file_counts c; /* for MADVSEQ_STATS */
 	char path[128];           /* likewise (empty without MADVSEQ_STATS) */
+	struct msq_fd *retired_next; /* on the list of states awaiting their grace period */
 	struct dir rd, wr;
 };
 
@@ -532,6 +534,41 @@ static void free_state(struct msq_fd *s)
 	msq_pool_free(&g_states, s);
 }
 
+/*
+ * States taken out of the fd table are freed after an RCU grace period,
+ * RETIRE_BATCH at a time: one urcu_bp_synchronize_rcu() (a membarrier and
+ * two sigprocmask calls) per close() cost cp -r of small files dearly.
+ * The list is pushed lock-free and taken whole with one exchange.
+ */
+#define RETIRE_BATCH 32
+static struct msq_fd *g_retired;
+static unsigned g_nretired;
+
+static void retire_state(struct msq_fd *s)
+{
+	struct msq_fd *head = __atomic_load_n(&g_retired, __ATOMIC_RELAXED);
+	unsigned n = 0;
+
+	do
+		s->retired_next = head;
+	while (!__atomic_compare_exchange_n(&g_retired, &head, s, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	if (__atomic_add_fetch(&g_nretired, 1, __ATOMIC_RELAXED) < RETIRE_BATCH)
+		return;
+	head = __atomic_exchange_n(&g_retired, NULL, __ATOMIC_ACQUIRE);
+	if (!head)
+		return;
+	urcu_bp_synchronize_rcu(); /* no reader still sees any of them */
+	while (head) {
+		struct msq_fd *next = head->retired_next;
+
+		free_state(head);
+		head = next;
+		n++;
+	}
+	__atomic_sub_fetch(&g_nretired, n, __ATOMIC_RELAXED);
+}
+
 /* Would the write-side residency snapshot of fd be truthful?  As with
  * mincore(2), only for files the process may write. */
 static bool may_write(int fd, const struct stat *st, int fl)
@@ -543,6 +580,22 @@ static bool may_write(int fd, const struct stat *st, int fl)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	/* faccessat is not one of the calls the library wraps. */
 	return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+}
+
+/*
+ * Files "all" mode leaves alone unless the program advises them: small
+ * read-only files (a run shorter than RUN_MIN drops nothing, and cp -r or
+ * tar of many small files would pay the classification for nothing), and
+ * files opened for reading and writing (databases: what they write they
+ * read again, and random access has no cursor to drop behind).
+ */
+static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
+{
+	if (extra & (F_SEQ | F_NOREUSE))
+		return false;
+	if ((fl & O_ACCMODE) == O_RDWR)
+		return true;
+	return (fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN;
 }
 
 /*
@@ -563,23 +616,24 @@ static struct msq_fd *classify(int fd, unsigned extra)
 
 	if ((unsigned)fd >= MSQ_FDT_MAX)
 		return MSQ_FD_IGNORED;
-	if (!msq_is_owner())
-		return NULL; /* a vfork child: the table is its parent's */
 	if (__atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE) == MSQ_READ_OFF)
 		return NULL;
 	fl = msq_sys_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || fstat(fd, &st) < 0)
 		return NULL; /* not open: nothing to remember */
-	if (!S_ISREG(st.st_mode) || (fl & O_DIRECT) || (fl & O_PATH)) {
+	if (!S_ISREG(st.st_mode) || (fl & O_DIRECT) || (fl & O_PATH) || unadvised_skip(&st, fl, extra)) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
+	if (!msq_is_owner())
+		return NULL; /* a vfork child: the table is its parent's */
 	if (!(s = new_state())) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
+	s->size = (uint64_t)st.st_size;
 	s->flags = extra;
 	if (msq_cfg.stats_path[0])
 		name_of(fd, s->path, sizeof(s->path));
@@ -609,10 +663,8 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		free_state(s); /* no memory for the leaf */
 		return MSQ_FD_IGNORED;
 	}
-	if (old && old != MSQ_FD_IGNORED) {
-		urcu_bp_synchronize_rcu();
-		free_state(old);
-	}
+	if (old && old != MSQ_FD_IGNORED)
+		retire_state(old);
 	__atomic_add_fetch(&g_tot.files, 1, __ATOMIC_RELAXED);
 	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
 		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
@@ -627,8 +679,10 @@ static struct msq_fd *take(int fd, bool writing)
 {
 	struct msq_fd *s;
 
-	if (!msq_is_owner())
-		return NULL; /* a vfork child acts on nothing of its parent's */
+	/* No owner check (a getpid syscall) on this path, which random
+	 * readers take at every call: a vfork child (which may only _exit or
+	 * exec) that reads anyway moves the cursors as its parent would, with
+	 * no lock, allocation or daemon involved. */
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s)) &&
@@ -699,10 +753,8 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 		if (pos < 0 || fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
 			/* fd reused behind our back (stdio's fclose): forget it. */
 			give(s);
-			if (msq_fdt_cas(fd, s, NULL)) {
-				urcu_bp_synchronize_rcu();
-				free_state(s);
-			}
+			if (msq_fdt_cas(fd, s, NULL))
+				retire_state(s);
 			return;
 		}
 		if ((uint64_t)pos == end || (uint64_t)pos < n)
@@ -711,6 +763,19 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 			advance(fd, s, d, (uint64_t)pos - n, (uint64_t)pos, writing);
 	}
 	give(s);
+}
+
+bool msq_fds_smaller_than(int fd, uint64_t bytes)
+{
+	struct msq_fd *s;
+	bool small = false;
+
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED)
+		small = s->size < bytes;
+	urcu_bp_read_unlock();
+	return small;
 }
 
 /* Is fd managed for reading with RWF_DONTCACHE?  Classifies it first in
@@ -773,7 +838,9 @@ void msq_fds_advise(int fd, int advice)
 		return;
 	}
 	s = msq_fdt_peek(fd);
-	if (!s) {
+	/* Not looked at yet, or left alone by "all" mode until advised
+	 * (unadvised_skip): look (again) now. */
+	if (!s || (s == MSQ_FD_IGNORED && (add & (F_SEQ | F_NOREUSE)))) {
 		if (add == F_STOPPED && msq_fds_mode != MSQ_READ_ALL)
 			return;
 		/* The first file this process would manage on advice: the
@@ -843,12 +910,11 @@ void msq_fds_forget(int fd, bool drop)
 	if (msq_fdt_cas(fd, s, NULL) && s != MSQ_FD_IGNORED) {
 		char b[32];
 
-		urcu_bp_synchronize_rcu();
 		if (s->advised)
 			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
 				  msq_format_size(s->advised, b, sizeof(b)));
 		record_file(s);
-		free_state(s);
+		retire_state(s);
 	}
 }
 

@@ -427,7 +427,11 @@ static bool may_split(int in, const int64_t *in_off, int out, const int64_t *out
 	struct statfs fs;
 	int64_t ipos, opos;
 
-	if (n <= PIECE || fl || fstat(in, &si) < 0 || fstat(out, &so) < 0 || !S_ISREG(si.st_mode))
+	/* A file smaller than a piece when it was opened (most of those cp -r
+	 * copies) is copied whole, without a look. */
+	if (n <= PIECE || fl || msq_fds_smaller_than(in, PIECE))
+		return false;
+	if (fstat(in, &si) < 0 || fstat(out, &so) < 0 || !S_ISREG(si.st_mode))
 		return false;
 	if (S_ISREG(so.st_mode) && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
 		return false;
@@ -500,7 +504,9 @@ static ssize_t copy_managed(int in, int64_t *in_off, int out, int64_t *out_off, 
 	ssize_t rc;
 
 	MSQ_ENTER();
-	if (msq_is_owner() && may_split(in, in_off, out, out_off, n, fl, is_sendfile))
+	/* (No owner check: a vfork child that copies anyway gets the one
+	 * call's result either way.) */
+	if (may_split(in, in_off, out, out_off, n, fl, is_sendfile))
 		rc = copy_pieces(in, in_off, out, out_off, n, fl, is_sendfile);
 	else
 		rc = copy_whole(in, in_off, out, out_off, n, fl, is_sendfile);
