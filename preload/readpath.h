@@ -5,7 +5,9 @@
  *
  * Which fds are managed (MADVSEQ_READ): noreuse (fds advised
  * POSIX_FADV_NOREUSE), advised (NOREUSE or SEQUENTIAL; the default), all
- * (every regular file, classified once at its first read or write), off.
+ * (every regular file, classified once at its first read or write; but
+ * read-write files and read-only files under RUN_MIN only when advised),
+ * off.
  * A managed fd stops being managed when the program advises NORMAL,
  * RANDOM or WILLNEED; a read that is not sequential starts a new run, and
  * only runs longer than the lag drop anything.
