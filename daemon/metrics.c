@@ -152,6 +152,9 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	    d->conf.n, d->conf.n == 1 ? "" : "s");
 	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
 	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions);
+	if (d->nsnapping)
+		put(&o, "snapshots pending: %u region%s (not acted on until done)\n", d->nsnapping,
+		    d->nsnapping == 1 ? "" : "s");
 	if (d->nleftovers)
 		put(&o, "exit drops pending: %u region%s of exited programs\n", d->nleftovers,
 		    d->nleftovers == 1 ? "" : "s");

@@ -69,8 +69,12 @@ class Daemon:
             prefix = ["strace", "-f", "-qq", "-e", "trace=%file,openat2,statfs", "-o",
                       os.path.join(trace, "%s-%s-%d.log" % (os.path.basename(wd), name, os.getpid()))] + list(prefix)
         self.traced = self.traced or any("strace" in a for a in prefix)
+        if self.traced:
+            # LeakSanitizer cannot run under ptrace, and aborts at exit.
+            self.env = dict(env or plain_env())
+            self.env["ASAN_OPTIONS"] = (self.env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
         self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
-        self.env = env or plain_env()
+        self.env = getattr(self, "env", None) or env or plain_env()
         if prefix:
             # fiu-run preloads its library ahead of a sanitizer runtime, and
             # that library keeps a string for good (not ours to report).
@@ -936,8 +940,16 @@ def after_attack(d, what, rss, pid=None):
     peak = rss.stop()
     print("%s: root's status answered in %s ms; daemon RSS peak %.1f MiB" % (
         what, "%.1f" % ms if ms is not None else "(no answer)", peak / M))
-    check(ms is not None and ms < STATUS_MS, "root's status answers in < %d ms" % STATUS_MS)
-    check(peak < RSS_MAX, "daemon RSS stays under %d MiB" % (RSS_MAX // M))
+    # (Under strace every system call of the daemon costs a trip through
+    # the tracer: there, only that it answers is judged.)
+    limit = 1000 if d.traced else STATUS_MS
+    check(ms is not None and ms < limit, "root's status answers in < %d ms" % limit)
+    if "libasan" in os.environ.get("MADVSEQ_PRELOAD", ""):
+        # (AddressSanitizer keeps up to 256 MiB of freed memory in
+        # quarantine, and its shadow: the figure is not the daemon's.)
+        print("daemon RSS not judged under AddressSanitizer")
+    else:
+        check(peak < RSS_MAX, "daemon RSS stays under %d MiB" % (RSS_MAX // M))
     check(d.alive(), "the daemon is still running")
 
 
