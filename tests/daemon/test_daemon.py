@@ -217,6 +217,20 @@ def case_check_config():
         # libinih would cut the name to 49 characters and match other cgroups
         "bad-long-section.conf": ":4: section name longer than 49 characters",
         "bad-trigger.conf": ":2: discover_trigger: 'lots'",
+        # (these made --check-config segfault, or named another line or cause)
+        "bad-key-before-section.conf": ":1: key 'mode' before any section",
+        "bad-open-section.conf": ":1: section name not closed by ']'",
+        "bad-unterminated.conf": ":5: section name not closed by ']'",
+        "bad-empty-section.conf": ":3: empty section name",
+        # (inih took these silently: a second value for mode, text ignored)
+        "bad-continuation.conf": ":3: indented line after a key",
+        "bad-after-section.conf": ":1: text after the section name's ']': 'mode = off'",
+        # a label's keys never fall to the section before it
+        "bad-label-repeat.conf": ":7: section [big] is neither",
+        "bad-socket.conf": ":2: socket: 'run/madvseqd.sock'",
+        "bad-max-clients.conf": ":2: max_clients: '0'",
+        "bad-interval.conf": ":2: interval: '2h'",
+        "bad-log-level.conf": ":4: log_level: 'chatty'",
     }
     for f, w in sorted(bad.items()):
         path = os.path.join(FIXTURES, "conf", f)
@@ -224,9 +238,48 @@ def case_check_config():
                            stderr=subprocess.PIPE, text=True)
         check(p.returncode == 1 and (path + w) in p.stderr, "%s rejected with file and line (%s)"
               % (f, p.stderr.strip()))
+    with tempfile.TemporaryDirectory() as t:
+        nul = os.path.join(t, "nul.conf")
+        open(nul, "wb").write(b"[/*]\nmode = pageout\nlag = 32\0M\n")
+        long_line = os.path.join(t, "long.conf")
+        open(long_line, "w").write("[/*]\n; %s\nmode = off\n" % ("x" * 300))
+        for path, w in ((nul, ":3: NUL byte"), (long_line, ":2: line longer than"),
+                        (t, ": is a directory")):
+            p = subprocess.run([d, "--check-config", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            check(p.returncode == 1 and (path + w) in p.stderr, "%s rejected (%s)"
+                  % (os.path.basename(path), p.stderr.strip()))
     p = subprocess.run([d, "--check-config", "/nonexistent/madvseqd.conf"], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     check(p.returncode == 1 and "No such file" in p.stderr, "a missing file is an error")
+    done()
+
+
+def case_options():
+    """Option values are checked before anything starts: a bad --resolve
+    used to start a full daemon on the default socket."""
+    d = tool("MADVSEQD")
+    with Workdir("options") as wd:
+        conf = os.path.join(wd.path, "d.conf")
+        open(conf, "w").write("[/*]\nmode = pageout\n")
+        for args, w in ((["--resolve", "abc"], "--resolve: 'abc'"), (["--resolve", "0"], "--resolve: '0'"),
+                        (["--resolve", "-5"], "--resolve: '-5'"), (["--resolve", ""], "--resolve: ''"),
+                        (["--resolve", "12x"], "--resolve: '12x'"),
+                        (["--resolve", "99999999999"], "--resolve: '99999999999'"),
+                        (["-s", "/" + "s" * 120], "--socket: '/sss"), (["-l", "chatty"], "--log-level: 'chatty'")):
+            # A daemon started by mistake would listen and never exit: the
+            # timeout fails the test then.
+            try:
+                p = subprocess.run([d, "-c", conf, "-s", os.path.join(wd.path, "x.sock")] + args,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=5)
+                rc, err = p.returncode, p.stderr.strip()
+            except subprocess.TimeoutExpired:
+                rc, err = None, "still running after 5 s: it started a daemon"
+            check(rc == 2 and w in err, "%s refused (%s)" % (" ".join(args), err))
+        p = subprocess.run([d, "-c", conf, "--resolve", str(os.getpid())], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=5)
+        check(p.returncode == 0 and ("pid %d cgroup" % os.getpid()) in p.stdout,
+              "--resolve of a live pid answers (%s)" % (p.stdout + p.stderr).strip())
     done()
 
 
@@ -306,6 +359,23 @@ def case_reload():
         log = open(d.log).read()
         check(re.search(r"%s:2: mode: 'sideways'" % re.escape(d.conf), log) is not None and
               "keeping the previous configuration" in log, "and the log says why, with file and line")
+        # Files that made the parser crash, and with it the daemon.
+        for bad, w in (("mode = off\n", ":1: key 'mode' before any section"),
+                       ("[/*\nmode = off\n", ":1: section name not closed by ']'")):
+            open(d.conf, "w").write(bad)
+            d.p.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            check(d.alive() and "2 cgroup sections" in d.ctl("status", check_rc=False).stdout,
+                  "SIGHUP with %r keeps the daemon and its old policy" % bad)
+            check((d.conf + w) in open(d.log).read(), "and the log says why (%s)" % w)
+        os.unlink(d.conf)
+        os.mkdir(d.conf)
+        d.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        check(d.alive() and "2 cgroup sections" in d.ctl("status", check_rc=False).stdout and
+              (d.conf + ": is a directory") in open(d.log).read(),
+              "a directory in the file's place keeps the old policy too")
+        os.rmdir(d.conf)
         d.stop()
     done()
 
@@ -745,6 +815,7 @@ CASES = {
     "fixture-v1": lambda: case_fixture("v1"),
     "fixture-v2": lambda: case_fixture("v2"),
     "check-config": case_check_config,
+    "options": case_options,
     "unit": case_unit,
     "notify": case_notify,
     "reload": case_reload,
