@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
-      fio nocache vmtouch python3 util-linux coreutils rsync tar)
+      fio nocache vmtouch python3 util-linux coreutils rsync tar
+      clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

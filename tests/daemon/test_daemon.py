@@ -255,6 +255,89 @@ def case_check_config():
     done()
 
 
+def mutate(rng, texts):
+    """One malformed (or, now and then, still valid) configuration from the
+    seeds: bytes flipped, inserted or cut, lines dropped, doubled, swapped
+    or indented, tokens the parser cares about thrown in, seeds spliced."""
+    tokens = [b"[", b"]", b"[/*", b"[]", b"=", b":", b";", b"#", b"\n", b"\0", b"\r", b" ", b"\t",
+              b"\xef\xbb\xbf", b"[daemon]", b"match = ", b"mode = ", b"lag = 99999999999T",
+              b"x" * 300, b"*" * 60, b"%", b"-1", b"1e308", b"nan", b"\xff\xfe"]
+    data = bytearray(rng.choice(texts))
+    for _ in range(rng.randint(1, 6)):
+        op = rng.randrange(8)
+        pos = rng.randint(0, len(data))
+        if op == 0 and data:
+            data[min(pos, len(data) - 1)] = rng.randrange(256)
+        elif op == 1:
+            data[pos:pos] = rng.choice(tokens)
+        elif op == 2:
+            del data[pos:pos + rng.randint(1, 40)]
+        elif op in (3, 4, 5):
+            lines = bytes(data).split(b"\n")
+            i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+            if op == 3:
+                del lines[i]
+            elif op == 4:
+                lines.insert(j, lines[i])
+            else:
+                lines[i] = b"  " + lines[i]
+            data = bytearray(b"\n".join(lines))
+        elif op == 6:
+            other = rng.choice(texts)
+            cut = rng.randint(0, len(other))
+            data = data[:pos] + bytearray(other[cut:])
+        else:
+            data = data[:pos]
+    return bytes(data)
+
+
+def case_check_config_mutated():
+    """--check-config on a few thousand mutations of the seed configurations
+    (the fuzzer's, tests/fuzz/config/seeds): each is accepted (0) or
+    rejected with file:line and a cause (1), never a crash, a sanitizer
+    report or a hang."""
+    import random
+    d = tool("MADVSEQD")
+    seeds = os.path.join(os.path.dirname(HERE), "fuzz", "config", "seeds")
+    texts = [open(os.path.join(seeds, f), "rb").read() for f in sorted(os.listdir(seeds))]
+    rng = random.Random(int(os.environ.get("MUTATION_SEED", "10")))
+    n = int(os.environ.get("MUTATIONS", "3000"))
+    accepted = rejected = 0
+    bad = []
+
+    def one(path):
+        try:
+            p = subprocess.run([d, "--check-config", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+        except subprocess.TimeoutExpired:
+            return path, None, "hang"
+        return path, p.returncode, p.stderr.decode(errors="replace")
+
+    from concurrent.futures import ThreadPoolExecutor
+    with tempfile.TemporaryDirectory() as t, ThreadPoolExecutor(8) as pool:
+        paths = []
+        for i in range(n):
+            paths.append(os.path.join(t, "m%05d.conf" % i))
+            open(paths[-1], "wb").write(mutate(rng, texts))
+        for path, rc, err in pool.map(one, paths):
+            if rc == 0 and not err:
+                accepted += 1
+            elif rc == 1 and re.match(re.escape(path) + r"(:\d+)?: \S", err) and \
+                    "Sanitizer" not in err and "runtime error" not in err:
+                rejected += 1
+            else:
+                bad.append((path, "status %s: %s" % (rc, err[-500:])))
+                shutil.copy(path, os.path.join(os.environ.get("MADVSEQ_TEST_DIR", "."),
+                                               "mutated-failure-" + os.path.basename(path)))
+    print("%d mutated configurations: %d accepted, %d rejected with file:line, %d otherwise"
+          % (n, accepted, rejected, len(bad)))
+    for path, why in bad[:10]:
+        print("  %s: %s" % (os.path.basename(path), why))
+    check(not bad, "every mutated configuration was accepted or rejected with a cause, without a crash")
+    check(rejected > n // 2, "most of them were rejected (%d of %d)" % (rejected, n))
+    done()
+
+
 def case_options():
     """Option values are checked before anything starts: a bad --resolve
     used to start a full daemon on the default socket."""
@@ -816,6 +899,7 @@ CASES = {
     "fixture-v2": lambda: case_fixture("v2"),
     "check-config": case_check_config,
     "options": case_options,
+    "check-config-mutated": case_check_config_mutated,
     "unit": case_unit,
     "notify": case_notify,
     "reload": case_reload,
