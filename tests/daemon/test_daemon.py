@@ -390,6 +390,34 @@ def case_unit():
     done()
 
 
+def case_hardening():
+    """madvseqd and madvseqctl carry Debian's hardening: PIE, full RELRO
+    (GNU_RELRO and BIND_NOW), the stack protector, and fortified libc
+    calls where the build optimises without sanitizers (MADVSEQ_FORTIFY)."""
+    if subprocess.run(["sh", "-c", "command -v readelf"], stdout=subprocess.PIPE).returncode:
+        skip("readelf (binutils) not installed")
+    for var in ("MADVSEQD", "MADVSEQCTL"):
+        exe = tool(var)
+        name = os.path.basename(exe)
+
+        def readelf(*args):
+            return subprocess.run(["readelf", "-W"] + list(args) + [exe], stdout=subprocess.PIPE,
+                                  text=True, check=True).stdout
+        dyn, ph, hdr, syms = readelf("-d"), readelf("-l"), readelf("-h"), readelf("--dyn-syms")
+        check(re.search(r"^\s*GNU_RELRO\s", ph, re.M) is not None, "%s: RELRO segment" % name)
+        check(re.search(r"\(FLAGS\)\s.*\bBIND_NOW\b", dyn) is not None or
+              re.search(r"\(FLAGS_1\)\s.*\bNOW\b", dyn) is not None, "%s: BIND_NOW (full RELRO)" % name)
+        check("DYN (Position-Independent Executable" in hdr or
+              re.search(r"\(FLAGS_1\)\s.*\bPIE\b", dyn) is not None, "%s: PIE" % name)
+        check("__stack_chk_fail" in syms, "%s: stack protector" % name)
+        chk = sorted(set(re.findall(r"\b(__\w+_chk)@", syms)) - {"__stack_chk_fail"})
+        if os.environ.get("MADVSEQ_FORTIFY") == "1":
+            check(chk, "%s: fortified libc calls (%s)" % (name, " ".join(chk)))
+        else:
+            print("%s: fortify not expected in this build (%s)" % (name, " ".join(chk) or "none"))
+    done()
+
+
 def case_notify():
     """Type=notify without systemd: a fake NOTIFY_SOCKET gets READY=1,
     RELOADING=1/READY=1 around SIGHUP, STOPPING=1 on SIGTERM."""
@@ -901,6 +929,7 @@ CASES = {
     "options": case_options,
     "check-config-mutated": case_check_config_mutated,
     "unit": case_unit,
+    "hardening": case_hardening,
     "notify": case_notify,
     "reload": case_reload,
     "kernel-switch": case_kernel_switch,
