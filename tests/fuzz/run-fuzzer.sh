@@ -19,8 +19,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 set -- "$dir"/crashes/*
 if [ -e "$1" ]; then
 	echo "replaying $# regression inputs from $dir/crashes"
-	"$harness" -timeout=1 -rss_limit_mb=2048 "$@" || exit 1
+	"$harness" -timeout=10 -rss_limit_mb=2048 "$@" || exit 1
 fi
 echo "fuzzing for $seconds s from $dir/seeds"
-"$harness" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 \
+"$harness" -max_total_time="$seconds" -timeout=10 -report_slow_units=1 -rss_limit_mb=2048 -print_final_stats=1 \
 	-artifact_prefix="$work/" ${dict:+-dict="$dict"} "$work/corpus" "$dir/seeds"
