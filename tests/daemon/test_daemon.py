@@ -51,6 +51,32 @@ def _no_daemon_left():
             p.wait()
 
 
+_sandbox = []
+
+
+def unit_sandbox_prefix():
+    """The command prefix that applies madvseqd.service's seccomp filter and
+    capability bounding set (daemon-sandbox, from unit_sandbox.py)."""
+    if not _sandbox:
+        import platform
+        import unit_sandbox
+        if platform.machine() != "x86_64":
+            skip("the unit's filter is emulated for x86-64 only")
+        if not shutil.which("systemd-analyze"):
+            skip("systemd-analyze (the unit's system call groups) not installed")
+        unit = os.environ.get("MADVSEQD_UNIT")
+        if not unit or not os.path.exists(unit):
+            skip("MADVSEQD_UNIT does not name the generated unit")
+        cmd, unknown = unit_sandbox.prefix(unit, tool("SANDBOX"))
+        if unknown:
+            print("the unit's filter names calls unknown here (refused, as systemd would): %s"
+                  % " ".join(unknown))
+        print("under the unit's sandbox: %d system calls allowed; %s; not applied here: %s"
+              % (cmd[2].count(",") + 1, " ".join(cmd[3:-1]), " ".join(unit_sandbox.not_applied(unit))))
+        _sandbox.extend(cmd)
+    return list(_sandbox)
+
+
 class Daemon:
     """A madvseqd on its own socket, with its own configuration."""
 
@@ -61,6 +87,9 @@ class Daemon:
         self.log = os.path.join(wd, name + ".log")
         with open(self.conf, "w") as f:
             f.write(conf)
+        self.sandboxed = os.environ.get("MADVSEQD_SANDBOX") == "unit"
+        if self.sandboxed:
+            prefix = unit_sandbox_prefix() + list(prefix)
         self.cmd = list(prefix) + [tool("MADVSEQD"), "-s", self.sock, "-c", self.conf, "-l", "debug"] + list(args)
         self.env = env or plain_env()
         if prefix:
@@ -81,6 +110,10 @@ class Daemon:
         _started.append(self.p)
         for _ in range(200):
             if os.path.exists(self.sock) and self.ctl("status", check_rc=False).returncode == 0:
+                if self.sandboxed:
+                    st = open("/proc/%d/status" % self.p.pid).read()
+                    if not re.search(r"^Seccomp:\s+2$", st, re.M):
+                        raise SystemExit("FAIL: the daemon runs without the unit's seccomp filter")
                 return
             if self.p.poll() is not None:
                 break
@@ -124,7 +157,9 @@ class Daemon:
                 self.p.wait()
                 check(False, "daemon exits on SIGTERM")
                 return
-            check(self.p.returncode == 0, "daemon exits cleanly (status %d)" % self.p.returncode)
+        # (a daemon that died before is caught here too)
+        check(self.p.returncode != -signal.SIGSYS, "daemon was not killed by a seccomp filter (SIGSYS)")
+        check(self.p.returncode == 0, "daemon exits cleanly (status %d)" % self.p.returncode)
         self.logf.close()
         log = open(self.log).read()
         check("AddressSanitizer" not in log and "runtime error:" not in log,
@@ -376,7 +411,7 @@ def case_unit():
     with tempfile.TemporaryDirectory() as t:
         # verify needs ExecStart to exist: point it at the built daemon.
         text = open(unit).read()
-        text = re.sub(r"^ExecStart=\S+", "ExecStart=" + tool("MADVSEQD"), text, flags=re.M)
+        text = re.sub(r"^(Exec\w+=)\S*/madvseqd\b", r"\g<1>" + tool("MADVSEQD"), text, flags=re.M)
         path = os.path.join(t, "madvseqd.service")
         open(path, "w").write(text)
         p = subprocess.run(["systemd-analyze", "verify", "--man=no", path], stdout=subprocess.PIPE,
@@ -387,7 +422,28 @@ def case_unit():
         print(p.stdout + p.stderr)
         check(p.returncode == 0, "systemd-analyze verify accepts the unit")
     check("Type=notify" in text, "the unit is Type=notify")
+    check(re.search(r"^SystemCallErrorNumber=EPERM$", text, re.M) is not None,
+          "a call outside the filter fails with EPERM instead of killing the daemon")
+    reload = re.findall(r"^ExecReload=(.*)$", text, re.M)
+    check(len(reload) == 2 and reload[0].endswith("--check-config " + re.search(
+        r"^ExecStart=.* --config (\S+)", text, re.M).group(1)) and "kill -HUP" in reload[1],
+          "ExecReload checks the file before sending SIGHUP (%s)" % reload)
     done()
+
+
+def case_sandbox(what):
+    """The daemon under madvseqd.service's own seccomp filter and bounding
+    set, through what it does: a shimmed stream registers and the daemon
+    drops behind it, then the final drop (sandbox-stream); an exit drop
+    after the streamer is killed (sandbox-exit-drop).  With the unit's
+    previous filter the first snapshot or exit drop ended it with SIGSYS
+    (mincore is not in @system-service, and there was no
+    SystemCallErrorNumber=)."""
+    os.environ["MADVSEQD_SANDBOX"] = "unit"
+    if what == "stream":
+        streaming_case("sandbox")
+    else:
+        orphan_kill(streaming=True)
 
 
 def case_hardening():
@@ -930,6 +986,8 @@ CASES = {
     "check-config-mutated": case_check_config_mutated,
     "unit": case_unit,
     "hardening": case_hardening,
+    "sandbox-stream": lambda: case_sandbox("stream"),
+    "sandbox-exit-drop": lambda: case_sandbox("exit-drop"),
     "notify": case_notify,
     "reload": case_reload,
     "kernel-switch": case_kernel_switch,
