@@ -348,7 +348,6 @@ static char *reader(char *str, int num, void *stream)
 
 int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok)
 {
-	struct parse p = { .c = c, .file = path };
 	struct stat st;
 	FILE *f;
 	int fd, rc;
@@ -382,23 +381,31 @@ int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok)
 		snprintf(c->error, sizeof(c->error), "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	p.f = f;
-	rc = ini_parse_stream(reader, &p, on_entry, &p);
+	rc = msqd_conf_parse(c, f, path);
 	fclose(f);
+	if (rc == 0)
+		c->path = strdup(path);
+	return rc;
+}
+
+int msqd_conf_parse(struct msqd_conf *c, FILE *f, const char *name)
+{
+	struct parse p = { .c = c, .file = name, .f = f };
+	int rc = ini_parse_stream(reader, &p, on_entry, &p);
+
 	if (p.read_errno && (!p.failed || p.fail_line > p.line)) {
-		snprintf(c->error, sizeof(c->error), "%s:%d: read error: %s", path, p.line + 1,
+		snprintf(c->error, sizeof(c->error), "%s:%d: read error: %s", name, p.line + 1,
 			 strerror(p.read_errno));
 		return -p.read_errno;
 	}
 	/* inih's own error: the first line that is neither a section, a key
 	 * nor a comment, or one our handler refused (then p.fail_line) */
 	if (rc > 0 && (!p.failed || rc < p.fail_line))
-		snprintf(c->error, sizeof(c->error), "%s:%d: not a 'key = value' line or '[section]'", path, rc);
+		snprintf(c->error, sizeof(c->error), "%s:%d: not a 'key = value' line or '[section]'", name, rc);
 	else if (rc < 0 && !p.failed)
-		snprintf(c->error, sizeof(c->error), "%s: out of memory", path);
+		snprintf(c->error, sizeof(c->error), "%s: out of memory", name);
 	if (rc != 0 || p.failed)
 		return rc < 0 && !p.failed ? -ENOMEM : -EINVAL;
-	c->path = strdup(path);
 	return 0;
 }
 
