@@ -421,6 +421,15 @@ def case_unit():
                                stderr=subprocess.PIPE, text=True)
         print(p.stdout + p.stderr)
         check(p.returncode == 0, "systemd-analyze verify accepts the unit")
+        # The exposure systemd itself computes (--offline: systemd 250+).
+        p = subprocess.run(["systemd-analyze", "security", "--offline=true", path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", p.stdout)
+        if m:
+            check(float(m.group(1)) <= 2.6, "systemd-analyze security: exposure %s (at most 2.6)"
+                  % m.group(1))
+        else:
+            print("no systemd-analyze security --offline here: %s" % p.stderr.strip()[-200:])
     check("Type=notify" in text, "the unit is Type=notify")
     check(re.search(r"^SystemCallErrorNumber=EPERM$", text, re.M) is not None,
           "a call outside the filter fails with EPERM instead of killing the daemon")
