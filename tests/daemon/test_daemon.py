@@ -444,7 +444,7 @@ def case_sandbox(what):
     """The daemon under madvseqd.service's own seccomp filter and bounding
     set, through what it does: a shimmed stream registers and the daemon
     drops behind it, then the final drop (sandbox-stream); an exit drop
-    after the streamer is killed (sandbox-exit-drop).  With the unit's
+    after a streamer is killed (sandbox-exit-drop, as orphan-kill).  With the unit's
     previous filter the first snapshot or exit drop ended it with SIGSYS
     (mincore is not in @system-service, and there was no
     SystemCallErrorNumber=)."""
@@ -452,7 +452,7 @@ def case_sandbox(what):
     if what == "stream":
         streaming_case("sandbox")
     else:
-        orphan_kill(streaming=True)
+        orphan_kill(streaming=False)
 
 
 def case_hardening():
