@@ -2,12 +2,15 @@
 #include "conf.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <stdarg.h>
 #include <ini.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/config.h"
 #include <madvseq/protocol.h>
@@ -64,11 +67,18 @@ struct parse {
 	struct msqd_conf *c;
 	const char *file;
 	FILE *f;
-	int line; /* of the line inih is handling: counted by our reader */
+	int read_errno;  /* the stream's error, if reading failed */
+	int line;        /* of the line inih is handling: counted by our reader */
 	bool failed;
-	char label[64]; /* the [label] whose match = GLOB opened the last section */
+	int fail_line;   /* of the first error we found ourselves */
+	bool after_key;  /* inih's "prev_name": an indented line would continue its value */
+	unsigned opened; /* section headers read so far */
+	unsigned seen;   /* ...of which the last one had a key handled */
+	int section_line;
 };
 
+/* Records the first error (the one reported) and stops the parse: the
+ * reader returns no more lines once one failed. */
 __attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line, const char *fmt, ...)
 {
 	char what[400];
@@ -77,8 +87,10 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line,
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (!p->failed)
+	if (!p->failed) {
 		snprintf(p->c->error, sizeof(p->c->error), "%s:%d: %s", p->file, line, what);
+		p->fail_line = line;
+	}
 	p->failed = true;
 	return 0; /* inih: stop counting this line as good */
 }
@@ -198,80 +210,177 @@ static int on_policy_key(struct parse *p, struct msqd_policy *pol, const char *k
 	return 1;
 }
 
+static int new_section(struct parse *p, const char *glob)
+{
+	struct msqd_conf *c = p->c;
+	struct msqd_section *s = realloc(c->sec, (c->n + 1) * sizeof(*s));
+
+	if (!s)
+		return fail(p, p->line, "out of memory");
+	c->sec = s;
+	s = &c->sec[c->n];
+	*s = (struct msqd_section){ .glob = strdup(glob), .line = (unsigned)p->section_line };
+	msqd_policy_default(&s->p);
+	if (!s->glob)
+		return fail(p, p->line, "out of memory");
+	c->n++;
+	return 1;
+}
+
+/*
+ * inih calls this once per key, with the name of the section it is in.
+ * Which header opened that section the reader knows (inih does not say
+ * when a section repeats): the first key after each header starts a new
+ * cgroup section, so a repeated name is a section of its own (the later
+ * wins on equal specificity).
+ */
 static int on_entry(void *user, const char *section, const char *k, const char *v)
 {
 	struct parse *p = user;
 	struct msqd_conf *c = p->c;
 	int line = p->line;
+	bool first = p->seen != p->opened;
 
-	const char *glob = section;
-
+	p->seen = p->opened;
+	if (!p->opened)
+		return fail(p, line, "key '%s' before any section: start with [daemon], "
+			    "[/cgroup/glob] or [label] and match = GLOB", k);
 	if (!strcmp(section, "daemon"))
 		return on_daemon_key(p, k, v, line);
-	if (section[0] != '/') {
-		/* [label] + match = GLOB: for globs longer than a section name
-		 * may be (libinih keeps 49 characters of it). */
-		if (!strcmp(k, "match")) {
-			if (v[0] != '/')
-				return fail(p, line, "match: '%s' is not a cgroup path glob starting with '/'", v);
-			glob = v;
-			snprintf(p->label, sizeof(p->label), "%s", section);
-		} else if (strcmp(p->label, section)) {
+	if (section[0] == '/') {
+		if (first && !new_section(p, section))
+			return 0;
+		return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
+	}
+	/* [label] + match = GLOB: for globs longer than a section name may be
+	 * (libinih keeps 49 characters of it). */
+	if (first) {
+		if (strcmp(k, "match"))
 			return fail(p, line, "section [%s] is neither [daemon] nor a cgroup path glob "
 				    "starting with '/', and has no 'match = GLOB' as its first key", section);
-		} else {
-			return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
-		}
-	}
-	if (!c->n || section[0] != '/' || strcmp(c->sec[c->n - 1].glob, section)) {
-		/* A new section (inih calls per key; a repeated name is a new
-		 * section too, later wins on equal specificity). */
-		struct msqd_section *s = realloc(c->sec, (c->n + 1) * sizeof(*s));
-
-		if (!s)
-			return fail(p, line, "out of memory");
-		c->sec = s;
-		s = &c->sec[c->n];
-		*s = (struct msqd_section){ .glob = strdup(glob), .line = (unsigned)line };
-		msqd_policy_default(&s->p);
-		if (!s->glob)
-			return fail(p, line, "out of memory");
-		c->n++;
-		if (section[0] != '/')
-			return 1; /* the match key itself */
+		if (v[0] != '/')
+			return fail(p, line, "match: '%s' is not a cgroup path glob starting with '/'", v);
+		return new_section(p, v);
 	}
 	return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
 }
 
-/* fgets for inih, counting lines so errors can name theirs. */
+static bool is_blank(int ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+/*
+ * The structure of one line, checked before inih sees it, for the causes
+ * inih would not tell apart ("error on line N" is all it gives) or would
+ * accept silently: an unterminated or empty section name, one longer than
+ * inih keeps, text after ']', and an indented line after a key (inih
+ * appends it to that key's value as a second value).  Classifies the line
+ * the way inih's ini_parse_stream() does: blank or comment, continuation,
+ * section, key.
+ */
+static void check_line(struct parse *p, char *line)
+{
+	char *b = line, *e;
+
+	if (p->line == 1 && !strncmp(b, "\xEF\xBB\xBF", 3))
+		b += 3; /* inih skips a UTF-8 byte order mark */
+	while (is_blank((unsigned char)*b))
+		b++;
+	if (!*b || *b == ';' || *b == '#')
+		return;
+	if (b > line && p->after_key) {
+		fail(p, p->line, "indented line after a key: continuation lines are not supported");
+		return;
+	}
+	if (*b != '[') {
+		p->after_key = true;
+		return;
+	}
+	p->after_key = false;
+	/* inih's end of a section name: ']', or an inline comment (';' after
+	 * a blank) that leaves the name unterminated */
+	for (e = b + 1; *e && *e != ']' && !(*e == ';' && is_blank((unsigned char)e[-1])); e++)
+		;
+	if (*e != ']') {
+		fail(p, p->line, "section name not closed by ']'");
+		return;
+	}
+	if (e == b + 1) {
+		fail(p, p->line, "empty section name '[]'");
+		return;
+	}
+	/* libinih silently cuts section names to 49 characters */
+	if (e - b - 1 > 49) {
+		fail(p, p->line, "section name longer than 49 characters: use [label] with "
+			 "match = %.*s as its first key", (int)(e - b - 1), b + 1);
+		return;
+	}
+	for (const char *t = e + 1; *t; t++) {
+		if (*t == ';' || *t == '#')
+			break;
+		if (!is_blank((unsigned char)*t)) {
+			int len = (int)strlen(t);
+
+			while (len > 0 && is_blank((unsigned char)t[len - 1]))
+				len--;
+			fail(p, p->line, "text after the section name's ']': '%.*s'", len, t);
+			return;
+		}
+	}
+	p->opened++;
+	p->section_line = p->line;
+}
+
+/* One line for inih (fgets, counting lines so errors can name theirs),
+ * or none once an error was found: the first error is the one reported. */
 static char *reader(char *str, int num, void *stream)
 {
 	struct parse *p = stream;
-	char *r = fgets(str, num, p->f);
-	const char *b, *e;
+	int n = 0, ch = EOF;
 
-	if (!r)
-		return r;
-	if (strchr(r, '\n') || feof(p->f))
-		p->line++;
-	else
-		/* libinih would split it and parse the rest as a line of its own */
-		fail(p, p->line + 1, "line longer than %d characters", num - 3);
-	b = r + strspn(r, " \t");
-	/* libinih silently cuts section names to 49 characters */
-	if (*b == '[' && (e = strchr(b, ']')) && e - b - 1 > 49)
-		fail(p, p->line, "section name longer than 49 characters: use [label] with "
-			 "match = %.*s as its first key", (int)(e - b - 1), b + 1);
-	return r;
+	if (p->failed || num < 3)
+		return NULL;
+	while (n < num - 1 && (ch = getc(p->f)) != EOF) {
+		if (ch == '\0') {
+			fail(p, p->line + 1, "NUL byte: not a text file");
+			return NULL;
+		}
+		str[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	if (ferror(p->f)) {
+		p->read_errno = errno ? errno : EIO;
+		return NULL;
+	}
+	if (n == 0)
+		return NULL;
+	str[n] = '\0';
+	p->line++;
+	if (str[n - 1] != '\n' && ch != EOF) {
+		/* inih would split the line and parse the rest as a line of
+		 * its own: only a newline (or the end) may follow */
+		ch = getc(p->f);
+		if (ch != '\n' && ch != EOF) {
+			fail(p, p->line, "line longer than %d characters", num - 2);
+			return NULL;
+		}
+	}
+	check_line(p, str);
+	return p->failed ? NULL : str;
 }
 
 int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok)
 {
-	struct parse p = { .c = c, .file = path };
-	FILE *f = fopen(path, "re");
-	int rc;
+	struct stat st;
+	FILE *f;
+	int fd, rc;
 
-	if (!f) {
+	/* O_NONBLOCK: a FIFO given as the file must not hang the open (nor a
+	 * device that waits for a carrier) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
 		rc = -errno;
 		if (rc == -ENOENT && missing_ok) {
 			c->path = strdup(path);
@@ -280,14 +389,48 @@ int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok)
 		snprintf(c->error, sizeof(c->error), "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	p.f = f;
-	rc = ini_parse_stream(reader, &p, on_entry, &p);
+	/* a directory reads as empty: refused, as anything but a file (or a
+	 * character device such as /dev/null, an empty configuration) */
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+		rc = fstat(fd, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		snprintf(c->error, sizeof(c->error), "%s: %s", path,
+			 rc == -EISDIR ? "is a directory, not a configuration file"
+			 : rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		rc = -errno;
+		close(fd);
+		snprintf(c->error, sizeof(c->error), "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = msqd_conf_parse(c, f, path);
 	fclose(f);
-	if (rc > 0 && !p.failed)
-		snprintf(c->error, sizeof(c->error), "%s:%d: not a 'key = value' line or '[section]'", path, rc);
+	if (rc == 0)
+		c->path = strdup(path);
+	return rc;
+}
+
+int msqd_conf_parse(struct msqd_conf *c, FILE *f, const char *name)
+{
+	struct parse p = { .c = c, .file = name, .f = f };
+	int rc = ini_parse_stream(reader, &p, on_entry, &p);
+
+	if (p.read_errno && (!p.failed || p.fail_line > p.line)) {
+		snprintf(c->error, sizeof(c->error), "%s:%d: read error: %s", name, p.line + 1,
+			 strerror(p.read_errno));
+		return -p.read_errno;
+	}
+	/* inih's own error: the first line that is neither a section, a key
+	 * nor a comment, or one our handler refused (then p.fail_line) */
+	if (rc > 0 && (!p.failed || rc < p.fail_line))
+		snprintf(c->error, sizeof(c->error), "%s:%d: not a 'key = value' line or '[section]'", name, rc);
+	else if (rc < 0 && !p.failed)
+		snprintf(c->error, sizeof(c->error), "%s: out of memory", name);
 	if (rc != 0 || p.failed)
-		return -EINVAL;
-	c->path = strdup(path);
+		return rc < 0 && !p.failed ? -ENOMEM : -EINVAL;
 	return 0;
 }
 

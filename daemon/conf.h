@@ -65,6 +65,9 @@ void msqd_conf_free(struct msqd_conf *c);
  * c->error set to "FILE:LINE: reason".
  */
 int msqd_conf_load(struct msqd_conf *c, const char *path, bool missing_ok);
+/* The parser of msqd_conf_load(), on an open stream (errors name it
+ * name).  Returns 0, or -errno with c->error set; c->path is left alone. */
+int msqd_conf_parse(struct msqd_conf *c, FILE *f, const char *name);
 /* The effective policy for a cgroup path; *section gets the winning
  * section's glob (NULL: built-in defaults). */
 const struct msqd_policy *msqd_conf_resolve(const struct msqd_conf *c, const char *cgroup,

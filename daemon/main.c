@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,22 @@ static void usage(FILE *f)
 		"      --cgroup-root DIR   where cgroupfs is (default /sys/fs/cgroup)\n"
 		"  -h, --help              this text\n"
 		"  -V, --version           version\n");
+}
+
+/* A pid as the kernel has them: decimal digits only, 1 to INT_MAX.
+ * Returns it, or -EINVAL. */
+static long parse_pid(const char *s)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL; /* strtol would take blanks, signs, and "" as 0 */
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v > INT_MAX)
+		return -EINVAL;
+	return v;
 }
 
 static int load_config(struct msqd *d, struct msqd_conf *c)
@@ -178,7 +195,7 @@ int main(int argc, char **argv)
 	const char *socket_arg = NULL, *check = NULL;
 	struct msqd_watch wl = { MSQD_W_LISTEN, NULL }, ws = { MSQD_W_SIGNAL, NULL };
 	int level_arg = -1, opt, rc;
-	long resolve = 0;
+	long resolve = 0; /* 0: not asked */
 	sigset_t mask;
 	uint64_t next_timeouts = 0;
 
@@ -186,7 +203,14 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "c:s:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': d.config_path = optarg; break;
-		case 's': socket_arg = optarg; break;
+		case 's':
+			socket_arg = optarg;
+			if (!*optarg || strlen(optarg) >= sizeof(d.socket)) {
+				fprintf(stderr, "madvseqd: --socket: '%s' is not a path shorter than %zu bytes\n",
+					optarg, sizeof(d.socket));
+				return 2;
+			}
+			break;
 		case 'l':
 			if ((level_arg = msqd_parse_log_level(optarg)) < 0) {
 				fprintf(stderr, "madvseqd: --log-level: '%s' is not err, warning, notice, info or debug\n", optarg);
@@ -194,7 +218,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'C': check = optarg; break;
-		case 'R': resolve = strtol(optarg, NULL, 10); break;
+		case 'R':
+			if ((resolve = parse_pid(optarg)) < 0) {
+				fprintf(stderr, "madvseqd: --resolve: '%s' is not a process id (1 or more)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'P': d.proc_root = optarg; break;
 		case 'G': d.cg_root = optarg; break;
 		case 'h': usage(stdout); return 0;

@@ -10,7 +10,7 @@ pkgs=(build-essential meson ninja-build pkg-config
       python3.11 libpython3.11-testsuite git sqlite3 gzip xz-utils zstd bzip2 perl
       make nodejs openjdk-17-jdk-headless
       # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests
-      clang strace)
+      clang libclang-rt-dev strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -51,6 +51,32 @@ def _no_daemon_left():
             p.wait()
 
 
+_sandbox = []
+
+
+def unit_sandbox_prefix():
+    """The command prefix that applies madvseqd.service's seccomp filter and
+    capability bounding set (daemon-sandbox, from unit_sandbox.py)."""
+    if not _sandbox:
+        import platform
+        import unit_sandbox
+        if platform.machine() != "x86_64":
+            skip("the unit's filter is emulated for x86-64 only")
+        if not shutil.which("systemd-analyze"):
+            skip("systemd-analyze (the unit's system call groups) not installed")
+        unit = os.environ.get("MADVSEQD_UNIT")
+        if not unit or not os.path.exists(unit):
+            skip("MADVSEQD_UNIT does not name the generated unit")
+        cmd, unknown = unit_sandbox.prefix(unit, tool("SANDBOX"))
+        if unknown:
+            print("the unit's filter names calls unknown here (refused, as systemd would): %s"
+                  % " ".join(unknown))
+        print("under the unit's sandbox: %d system calls allowed; %s; not applied here: %s"
+              % (cmd[2].count(",") + 1, " ".join(cmd[3:-1]), " ".join(unit_sandbox.not_applied(unit))))
+        _sandbox.extend(cmd)
+    return list(_sandbox)
+
+
 class Daemon:
     """A madvseqd on its own socket, with its own configuration."""
 
@@ -61,6 +87,9 @@ class Daemon:
         self.log = os.path.join(wd, name + ".log")
         with open(self.conf, "w") as f:
             f.write(conf)
+        self.sandboxed = os.environ.get("MADVSEQD_SANDBOX") == "unit"
+        if self.sandboxed:
+            prefix = unit_sandbox_prefix() + list(prefix)
         # MADVSEQ_STRACE=DIR: every daemon runs under strace, its file
         # system calls logged to DIR (see the attack cases).
         trace = os.environ.get("MADVSEQ_STRACE")
@@ -93,6 +122,10 @@ class Daemon:
         _started.append(self.p)
         for _ in range(200):
             if os.path.exists(self.sock) and self.ctl("status", check_rc=False).returncode == 0:
+                if self.sandboxed:
+                    st = open("/proc/%d/status" % self.p.pid).read()
+                    if not re.search(r"^Seccomp:\s+2$", st, re.M):
+                        raise SystemExit("FAIL: the daemon runs without the unit's seccomp filter")
                 return
             if self.p.poll() is not None:
                 break
@@ -143,7 +176,9 @@ class Daemon:
                 self.p.wait()
                 check(False, "daemon exits on SIGTERM")
                 return
-            check(self.p.returncode == 0, "daemon exits cleanly (status %d)" % self.p.returncode)
+        # (a daemon that died before is caught here too)
+        check(self.p.returncode != -signal.SIGSYS, "daemon was not killed by a seccomp filter (SIGSYS)")
+        check(self.p.returncode == 0, "daemon exits cleanly (status %d)" % self.p.returncode)
         self.logf.close()
         log = open(self.log).read()
         check("AddressSanitizer" not in log and "runtime error:" not in log,
@@ -236,6 +271,20 @@ def case_check_config():
         # libinih would cut the name to 49 characters and match other cgroups
         "bad-long-section.conf": ":4: section name longer than 49 characters",
         "bad-trigger.conf": ":2: discover_trigger: 'lots'",
+        # (these made --check-config segfault, or named another line or cause)
+        "bad-key-before-section.conf": ":1: key 'mode' before any section",
+        "bad-open-section.conf": ":1: section name not closed by ']'",
+        "bad-unterminated.conf": ":5: section name not closed by ']'",
+        "bad-empty-section.conf": ":3: empty section name",
+        # (inih took these silently: a second value for mode, text ignored)
+        "bad-continuation.conf": ":3: indented line after a key",
+        "bad-after-section.conf": ":1: text after the section name's ']': 'mode = off'",
+        # a label's keys never fall to the section before it
+        "bad-label-repeat.conf": ":7: section [big] is neither",
+        "bad-socket.conf": ":2: socket: 'run/madvseqd.sock'",
+        "bad-max-clients.conf": ":2: max_clients: '0'",
+        "bad-interval.conf": ":2: interval: '2h'",
+        "bad-log-level.conf": ":4: log_level: 'chatty'",
     }
     for f, w in sorted(bad.items()):
         path = os.path.join(FIXTURES, "conf", f)
@@ -243,9 +292,131 @@ def case_check_config():
                            stderr=subprocess.PIPE, text=True)
         check(p.returncode == 1 and (path + w) in p.stderr, "%s rejected with file and line (%s)"
               % (f, p.stderr.strip()))
+    with tempfile.TemporaryDirectory() as t:
+        nul = os.path.join(t, "nul.conf")
+        open(nul, "wb").write(b"[/*]\nmode = pageout\nlag = 32\0M\n")
+        long_line = os.path.join(t, "long.conf")
+        open(long_line, "w").write("[/*]\n; %s\nmode = off\n" % ("x" * 300))
+        for path, w in ((nul, ":3: NUL byte"), (long_line, ":2: line longer than"),
+                        (t, ": is a directory")):
+            p = subprocess.run([d, "--check-config", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            check(p.returncode == 1 and (path + w) in p.stderr, "%s rejected (%s)"
+                  % (os.path.basename(path), p.stderr.strip()))
     p = subprocess.run([d, "--check-config", "/nonexistent/madvseqd.conf"], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     check(p.returncode == 1 and "No such file" in p.stderr, "a missing file is an error")
+    done()
+
+
+def mutate(rng, texts):
+    """One malformed (or, now and then, still valid) configuration from the
+    seeds: bytes flipped, inserted or cut, lines dropped, doubled, swapped
+    or indented, tokens the parser cares about thrown in, seeds spliced."""
+    tokens = [b"[", b"]", b"[/*", b"[]", b"=", b":", b";", b"#", b"\n", b"\0", b"\r", b" ", b"\t",
+              b"\xef\xbb\xbf", b"[daemon]", b"match = ", b"mode = ", b"lag = 99999999999T",
+              b"x" * 300, b"*" * 60, b"%", b"-1", b"1e308", b"nan", b"\xff\xfe"]
+    data = bytearray(rng.choice(texts))
+    for _ in range(rng.randint(1, 6)):
+        op = rng.randrange(8)
+        pos = rng.randint(0, len(data))
+        if op == 0 and data:
+            data[min(pos, len(data) - 1)] = rng.randrange(256)
+        elif op == 1:
+            data[pos:pos] = rng.choice(tokens)
+        elif op == 2:
+            del data[pos:pos + rng.randint(1, 40)]
+        elif op in (3, 4, 5):
+            lines = bytes(data).split(b"\n")
+            i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+            if op == 3:
+                del lines[i]
+            elif op == 4:
+                lines.insert(j, lines[i])
+            else:
+                lines[i] = b"  " + lines[i]
+            data = bytearray(b"\n".join(lines))
+        elif op == 6:
+            other = rng.choice(texts)
+            cut = rng.randint(0, len(other))
+            data = data[:pos] + bytearray(other[cut:])
+        else:
+            data = data[:pos]
+    return bytes(data)
+
+
+def case_check_config_mutated():
+    """--check-config on a few thousand mutations of the seed configurations
+    (the fuzzer's, tests/fuzz/config/seeds): each is accepted (0) or
+    rejected with file:line and a cause (1), never a crash, a sanitizer
+    report or a hang."""
+    import random
+    d = tool("MADVSEQD")
+    seeds = os.path.join(os.path.dirname(HERE), "fuzz", "config", "seeds")
+    texts = [open(os.path.join(seeds, f), "rb").read() for f in sorted(os.listdir(seeds))]
+    rng = random.Random(int(os.environ.get("MUTATION_SEED", "10")))
+    n = int(os.environ.get("MUTATIONS", "3000"))
+    accepted = rejected = 0
+    bad = []
+
+    def one(path):
+        try:
+            p = subprocess.run([d, "--check-config", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+        except subprocess.TimeoutExpired:
+            return path, None, "hang"
+        return path, p.returncode, p.stderr.decode(errors="replace")
+
+    from concurrent.futures import ThreadPoolExecutor
+    with tempfile.TemporaryDirectory() as t, ThreadPoolExecutor(8) as pool:
+        paths = []
+        for i in range(n):
+            paths.append(os.path.join(t, "m%05d.conf" % i))
+            open(paths[-1], "wb").write(mutate(rng, texts))
+        for path, rc, err in pool.map(one, paths):
+            if rc == 0 and not err:
+                accepted += 1
+            elif rc == 1 and re.match(re.escape(path) + r"(:\d+)?: \S", err) and \
+                    "Sanitizer" not in err and "runtime error" not in err:
+                rejected += 1
+            else:
+                bad.append((path, "status %s: %s" % (rc, err[-500:])))
+                shutil.copy(path, os.path.join(os.environ.get("MADVSEQ_TEST_DIR", "."),
+                                               "mutated-failure-" + os.path.basename(path)))
+    print("%d mutated configurations: %d accepted, %d rejected with file:line, %d otherwise"
+          % (n, accepted, rejected, len(bad)))
+    for path, why in bad[:10]:
+        print("  %s: %s" % (os.path.basename(path), why))
+    check(not bad, "every mutated configuration was accepted or rejected with a cause, without a crash")
+    check(rejected > n // 2, "most of them were rejected (%d of %d)" % (rejected, n))
+    done()
+
+
+def case_options():
+    """Option values are checked before anything starts: a bad --resolve
+    used to start a full daemon on the default socket."""
+    d = tool("MADVSEQD")
+    with Workdir("options") as wd:
+        conf = os.path.join(wd.path, "d.conf")
+        open(conf, "w").write("[/*]\nmode = pageout\n")
+        for args, w in ((["--resolve", "abc"], "--resolve: 'abc'"), (["--resolve", "0"], "--resolve: '0'"),
+                        (["--resolve", "-5"], "--resolve: '-5'"), (["--resolve", ""], "--resolve: ''"),
+                        (["--resolve", "12x"], "--resolve: '12x'"),
+                        (["--resolve", "99999999999"], "--resolve: '99999999999'"),
+                        (["-s", "/" + "s" * 120], "--socket: '/sss"), (["-l", "chatty"], "--log-level: 'chatty'")):
+            # A daemon started by mistake would listen and never exit: the
+            # timeout fails the test then.
+            try:
+                p = subprocess.run([d, "-c", conf, "-s", os.path.join(wd.path, "x.sock")] + args,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=5)
+                rc, err = p.returncode, p.stderr.strip()
+            except subprocess.TimeoutExpired:
+                rc, err = None, "still running after 5 s: it started a daemon"
+            check(rc == 2 and w in err, "%s refused (%s)" % (" ".join(args), err))
+        p = subprocess.run([d, "-c", conf, "--resolve", str(os.getpid())], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=5)
+        check(p.returncode == 0 and ("pid %d cgroup" % os.getpid()) in p.stdout,
+              "--resolve of a live pid answers (%s)" % (p.stdout + p.stderr).strip())
     done()
 
 
@@ -259,7 +430,7 @@ def case_unit():
     with tempfile.TemporaryDirectory() as t:
         # verify needs ExecStart to exist: point it at the built daemon.
         text = open(unit).read()
-        text = re.sub(r"^ExecStart=\S+", "ExecStart=" + tool("MADVSEQD"), text, flags=re.M)
+        text = re.sub(r"^(Exec\w+=)\S*/madvseqd\b", r"\g<1>" + tool("MADVSEQD"), text, flags=re.M)
         path = os.path.join(t, "madvseqd.service")
         open(path, "w").write(text)
         p = subprocess.run(["systemd-analyze", "verify", "--man=no", path], stdout=subprocess.PIPE,
@@ -269,7 +440,65 @@ def case_unit():
                                stderr=subprocess.PIPE, text=True)
         print(p.stdout + p.stderr)
         check(p.returncode == 0, "systemd-analyze verify accepts the unit")
+        # The exposure systemd itself computes (--offline: systemd 250+).
+        p = subprocess.run(["systemd-analyze", "security", "--offline=true", path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", p.stdout)
+        if m:
+            check(float(m.group(1)) <= 2.6, "systemd-analyze security: exposure %s (at most 2.6)"
+                  % m.group(1))
+        else:
+            print("no systemd-analyze security --offline here: %s" % p.stderr.strip()[-200:])
     check("Type=notify" in text, "the unit is Type=notify")
+    check(re.search(r"^SystemCallErrorNumber=EPERM$", text, re.M) is not None,
+          "a call outside the filter fails with EPERM instead of killing the daemon")
+    reload = re.findall(r"^ExecReload=(.*)$", text, re.M)
+    check(len(reload) == 2 and reload[0].endswith("--check-config " + re.search(
+        r"^ExecStart=.* --config (\S+)", text, re.M).group(1)) and "kill -HUP" in reload[1],
+          "ExecReload checks the file before sending SIGHUP (%s)" % reload)
+    done()
+
+
+def case_sandbox(what):
+    """The daemon under madvseqd.service's own seccomp filter and bounding
+    set, through what it does: a shimmed stream registers and the daemon
+    drops behind it, then the final drop (sandbox-stream); an exit drop
+    after a streamer is killed (sandbox-exit-drop, as orphan-kill).  With the unit's
+    previous filter the first snapshot or exit drop ended it with SIGSYS
+    (mincore is not in @system-service, and there was no
+    SystemCallErrorNumber=)."""
+    os.environ["MADVSEQD_SANDBOX"] = "unit"
+    if what == "stream":
+        streaming_case("sandbox")
+    else:
+        orphan_kill(streaming=False)
+
+
+def case_hardening():
+    """madvseqd and madvseqctl carry Debian's hardening: PIE, full RELRO
+    (GNU_RELRO and BIND_NOW), the stack protector, and fortified libc
+    calls where the build optimises without sanitizers (MADVSEQ_FORTIFY)."""
+    if subprocess.run(["sh", "-c", "command -v readelf"], stdout=subprocess.PIPE).returncode:
+        skip("readelf (binutils) not installed")
+    for var in ("MADVSEQD", "MADVSEQCTL"):
+        exe = tool(var)
+        name = os.path.basename(exe)
+
+        def readelf(*args):
+            return subprocess.run(["readelf", "-W"] + list(args) + [exe], stdout=subprocess.PIPE,
+                                  text=True, check=True).stdout
+        dyn, ph, hdr, syms = readelf("-d"), readelf("-l"), readelf("-h"), readelf("--dyn-syms")
+        check(re.search(r"^\s*GNU_RELRO\s", ph, re.M) is not None, "%s: RELRO segment" % name)
+        check(re.search(r"\(FLAGS\)\s.*\bBIND_NOW\b", dyn) is not None or
+              re.search(r"\(FLAGS_1\)\s.*\bNOW\b", dyn) is not None, "%s: BIND_NOW (full RELRO)" % name)
+        check("DYN (Position-Independent Executable" in hdr or
+              re.search(r"\(FLAGS_1\)\s.*\bPIE\b", dyn) is not None, "%s: PIE" % name)
+        check("__stack_chk_fail" in syms, "%s: stack protector" % name)
+        chk = sorted(set(re.findall(r"\b(__\w+_chk)@", syms)) - {"__stack_chk_fail"})
+        if os.environ.get("MADVSEQ_FORTIFY") == "1":
+            check(chk, "%s: fortified libc calls (%s)" % (name, " ".join(chk)))
+        else:
+            print("%s: fortify not expected in this build (%s)" % (name, " ".join(chk) or "none"))
     done()
 
 
@@ -325,6 +554,23 @@ def case_reload():
         log = open(d.log).read()
         check(re.search(r"%s:2: mode: 'sideways'" % re.escape(d.conf), log) is not None and
               "keeping the previous configuration" in log, "and the log says why, with file and line")
+        # Files that made the parser crash, and with it the daemon.
+        for bad, w in (("mode = off\n", ":1: key 'mode' before any section"),
+                       ("[/*\nmode = off\n", ":1: section name not closed by ']'")):
+            open(d.conf, "w").write(bad)
+            d.p.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            check(d.alive() and "2 cgroup sections" in d.ctl("status", check_rc=False).stdout,
+                  "SIGHUP with %r keeps the daemon and its old policy" % bad)
+            check((d.conf + w) in open(d.log).read(), "and the log says why (%s)" % w)
+        os.unlink(d.conf)
+        os.mkdir(d.conf)
+        d.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        check(d.alive() and "2 cgroup sections" in d.ctl("status", check_rc=False).stdout and
+              (d.conf + ": is a directory") in open(d.log).read(),
+              "a directory in the file's place keeps the old policy too")
+        os.rmdir(d.conf)
         d.stop()
     done()
 
@@ -1253,7 +1499,12 @@ CASES = {
     "fixture-v1": lambda: case_fixture("v1"),
     "fixture-v2": lambda: case_fixture("v2"),
     "check-config": case_check_config,
+    "options": case_options,
+    "check-config-mutated": case_check_config_mutated,
     "unit": case_unit,
+    "hardening": case_hardening,
+    "sandbox-stream": lambda: case_sandbox("stream"),
+    "sandbox-exit-drop": lambda: case_sandbox("exit-drop"),
     "notify": case_notify,
     "reload": case_reload,
     "kernel-switch": case_kernel_switch,

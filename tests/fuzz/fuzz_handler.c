@@ -16,7 +16,8 @@
  * every action must be refused as this process is root's); then
  * messages, each a 16-bit little-endian length and that many bytes.
  *
- * Build: meson setup with CC=clang -Dfuzz=enabled (see tests/fuzz/run.sh).
+ * Built with clang beside the project's own compiler (tests/fuzz/meson.build);
+ * seeds in tests/fuzz/handler/seeds, past crashes in handler/crashes.
  */
 #include <errno.h>
 #include <fcntl.h>
