@@ -19,7 +19,6 @@ imported as they are, so both measure the same way.  What is added here:
 
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -267,6 +266,9 @@ class Sampler(threading.Thread):
     def __init__(self, h, victim_files, stream_paths, progress=None, period=0.25):
         super().__init__(daemon=True)
         self.h, self.victim_files, self.stream_paths = h, victim_files, stream_paths
+        # A stream path may hold the victim's files too (a whole cluster):
+        # those count as the victim's.
+        self.exclude = set(victim_files)
         self.progress, self.period = progress, period
         self.samples = []
         self.halt = threading.Event()
@@ -277,7 +279,7 @@ class Sampler(threading.Thread):
         while not self.halt.is_set():
             t = time.monotonic() - self.t0
             vc = cached_sum(self.victim_files)
-            sc = cached_sum(files_under(self.stream_paths))
+            sc = cached_sum(f for f in files_under(self.stream_paths) if f not in self.exclude)
             try:
                 cg = sum(c.cache() for c in self.h.mem_cgroups())
             except OSError:
@@ -559,18 +561,21 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
     for r in ok:
         vm, ms = r["meter"]["vmstat"], r["meter"]["memstat"]
         rows.append([LABELS[r["variant"]], _f(r["meter"]["seconds"], "%.1f")] +
-                    [_f(vm[k]) for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")] +
-                    [_f(ms.get(k)) for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")])
+                    [_f(vm[k], "%d") for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")] +
+                    [_f(ms.get(k), "%d") for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")])
     P += table("reclaim: /proc/vmstat deltas (whole machine) | memory.stat deltas (the benchmark's cgroups)",
                ["variant", "s", "pgmajfault", "pgscan", "pgsteal", "wsrefault file", "wsrefault anon",
                 "| cg pgmajfault", "cg pgscan", "cg pgsteal", "cg wsref file", "cg wsref anon"], rows)
     for r in ok:
-        if r.get("shim_stats"):
-            st = r["shim_stats"]
-            P.append("  %s MADVSEQ_STATS: %d process(es), %d read() stream(s), %d region(s), dropped %s, "
+        for key, who in (("shim_stats", ""), ("server_stats", " (server)")):
+            st = r.get(key)
+            if not st:
+                continue
+            P.append("  %s MADVSEQ_STATS%s: %d process(es), %d read() stream(s), %d region(s), dropped %s, "
                      "kept %s, %d errors (processes killed at the end write none)" % (
-                LABELS[r["variant"]], st.get("processes", 0), st.get("read_files", 0), st.get("regions", 0),
-                fmt_bytes(st.get("bytes_dropped", 0)), fmt_bytes(st.get("bytes_kept", 0)), st.get("errors", 0)))
+                         LABELS[r["variant"]], who, st.get("processes", 0), st.get("read_files", 0),
+                         st.get("regions", 0), fmt_bytes(st.get("bytes_dropped", 0)),
+                         fmt_bytes(st.get("bytes_kept", 0)), st.get("errors", 0)))
     if note:
         P.append(note)
     P.append("")

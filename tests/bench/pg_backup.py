@@ -194,7 +194,7 @@ def phase(h, a, c, kind, variant):
         B.wait_ready(counter, v)    # connected, past its first transactions
         victim_backends = {p for p, _ in c.children()}
         m = B.Meter(h)
-        smp = B.Sampler(h, victim_files, [c.cold_dir, out, out + ".sql"], counter,
+        smp = B.Sampler(h, victim_files, [c.data, out, out + ".sql"], counter,
                         a.sample_ms / 1000.0)
         m.start()
         smp.start()
@@ -240,6 +240,7 @@ def phase(h, a, c, kind, variant):
                 "stream_bytes": bytes_out, "moved": len(moved)})
     if variant in ("shim", "daemon"):
         res["shim_stats"] = h.shim_stats(tag) or None
+        res["server_stats"] = h.shim_stats(tag + "-server") or None
     res["out_cached_end"] = B.cached_sum(B.files_under([out, out + ".sql"])) if argv else None
     subprocess.run(["rm", "-rf", out, out + ".sql"])
     log("  pgbench %.0f TPS p99 %.2fms%s" % (tps, lat[1], ", backup %s in %.1fs" % (
@@ -265,7 +266,8 @@ def body(h, a):
         what = "pg_basebackup -X fetch (the walsender reads)" if kind == "basebackup" else \
             "pg_dumpall -f FILE (backends read for COPY)"
         print("pg_backup: %s of a %s cluster next to pgbench -S -c %d on a warm scale-%d database; "
-              "cgroup %s, shared_buffers %s; stream GB = backup output" % (
+              "cgroup %s, shared_buffers %s; stream GB = backup output; "
+              "stream's files = the cluster but the victim's database, and the output" % (
                   what, B.fmt_bytes(c.cluster_bytes), a.clients, a.scale, B.fmt_bytes(a.limit),
                   a.shared_buffers))
         B.report(res, "TPS", "ms", thr_target=(0.9, "pgbench TPS"),
