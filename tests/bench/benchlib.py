@@ -649,7 +649,8 @@ def plot(res, path, title, victim_unit):
     for r in rs:
         thr = _rates(r["samples"])
         if thr:
-            ymax_thr = max(ymax_thr, max(v for _, v in thr))
+            # An outlier must not flatten every other panel.
+            ymax_thr = max(ymax_thr, pct([v for _, v in thr], 98))
     for i, r in enumerate(rs):
         s = r["samples"]
         t = [x[0] for x in s]
@@ -657,7 +658,7 @@ def plot(res, path, title, victim_unit):
         a0, a1 = ax[0][i], ax[1][i]
         if thr:
             a0.plot([x for x, _ in thr], [v for _, v in thr], color="tab:blue", lw=1)
-        a0.set_ylim(0, ymax_thr * 1.1 or 1)
+        a0.set_ylim(0, ymax_thr * 1.25 or 1)
         a0.set_title(LABELS.get(r["variant"], r["variant"]), fontsize=10)
         a0.grid(alpha=0.3)
         vic = [x[1] / MiB for x in s]
@@ -678,14 +679,18 @@ def plot(res, path, title, victim_unit):
     log("picture: %s" % path)
 
 
-def _rates(samples):
-    """Victim operations per second between samples."""
+def _rates(samples, window=1.0):
+    """Victim operations per second over windows of at least `window`
+    seconds: a victim's progress file is written in batches, so rates
+    between single samples spike."""
     out = []
     prev = None
     for t, _, _, _, p in samples:
         if p is None:
             continue
-        if prev and t > prev[0]:
+        if prev is None:
+            prev = (t, p)
+        elif t - prev[0] >= window:
             out.append((t, (p - prev[1]) / (t - prev[0])))
-        prev = (t, p)
+            prev = (t, p)
     return out
