@@ -628,9 +628,11 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
 # --------------------------------------------------------------------------
 # The picture
 
-def plot(res, path, title, victim_unit):
+def plot(res, path, title, victim_unit, stall_s=10.0):
     """One column per variant: the victim's throughput over time above, the
-    scenario's page cache split into victim / stream / other below."""
+    scenario's page cache split into victim / stream / other below.
+    stall_s: after that long without progress the throughput drops to 0
+    (infinite for a victim whose unit of progress takes longer)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -647,14 +649,14 @@ def plot(res, path, title, victim_unit):
     ymax_thr = 0
     ymax_c = max(max(s[3] for s in r["samples"]) for r in rs) / MiB * 1.1 or 1
     for r in rs:
-        thr = _rates(r["samples"])
+        thr = _rates(r["samples"], longest=stall_s)
         if thr:
             # An outlier must not flatten every other panel.
             ymax_thr = max(ymax_thr, pct([v for _, v in thr], 98))
     for i, r in enumerate(rs):
         s = r["samples"]
         t = [x[0] for x in s]
-        thr = _rates(s)
+        thr = _rates(s, longest=stall_s)
         a0, a1 = ax[0][i], ax[1][i]
         if thr:
             a0.plot([x for x, _ in thr], [v for _, v in thr], color="tab:blue", lw=1)
@@ -679,10 +681,12 @@ def plot(res, path, title, victim_unit):
     log("picture: %s" % path)
 
 
-def _rates(samples, window=1.0):
-    """Victim operations per second over windows of at least `window`
-    seconds: a victim's progress file is written in batches, so rates
-    between single samples spike."""
+def _rates(samples, window=1.0, longest=10.0):
+    """Victim operations per second as steps over windows of at least
+    `window` seconds that end where the progress counter moved: victims
+    report progress in batches (the anonymous-memory program once per
+    round), and rates between single samples would be spikes and zeros.  A
+    window closes after `longest` seconds without progress, so a stall shows."""
     out = []
     prev = None
     for t, _, _, _, p in samples:
@@ -690,7 +694,10 @@ def _rates(samples, window=1.0):
             continue
         if prev is None:
             prev = (t, p)
-        elif t - prev[0] >= window:
-            out.append((t, (p - prev[1]) / (t - prev[0])))
+            continue
+        dt = t - prev[0]
+        if dt >= window and (p != prev[1] or dt >= longest):
+            r = (p - prev[1]) / dt
+            out += [(prev[0], r), (t, r)]
             prev = (t, p)
     return out
