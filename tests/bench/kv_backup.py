@@ -167,8 +167,10 @@ def body(h, a):
     log("database %s in %d tables; backup source %s" % (
         B.fmt_bytes(sum(os.path.getsize(f) for f in a.db_files)), len(a.db_files), B.fmt_bytes(a.src_bytes)))
     alone = phase(h, a, None, "alone")
-    for kind in a.streamers:
-        res = [alone] + [phase(h, a, kind, v) for v in a.variants]
+    allres = [(kind, [alone] + [phase(h, a, kind, v) for v in a.variants]) for kind in a.streamers]
+    end = phase(h, a, None, "alone_end")
+    for kind, res in allres:
+        res.append(end)
         print()
         print("kv_backup: %s of the LevelDB directory + %s cold files (%s) next to random GETs "
               "(python3-plyvel) on a warm %s database, cgroup %s" % (
@@ -176,7 +178,7 @@ def body(h, a):
                   B.fmt_bytes(a.limit)))
         B.report(res, "GET/s", "us", note="backup output cached at the end: " + ", ".join(
             "%s %s" % (B.LABELS[r["variant"]], B.fmt_bytes(r.get("out_cached_end")))
-            for r in res[1:] if not r.get("skip") and kind != "sha256sum") if kind != "sha256sum" else None)
+            for r in res if not r.get("skip") and r.get("stream_bytes")) if kind != "sha256sum" else None)
         if a.png:
             root, ext = os.path.splitext(a.png)
             path = a.png if len(a.streamers) == 1 else "%s-%s%s" % (root, kind, ext or ".png")

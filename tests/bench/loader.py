@@ -107,7 +107,7 @@ def phase(h, a, kind, variant):
     vout = os.path.join(a.log_dir, tag + ".victim.json")
     log("phase %s %s" % (KINDS.get(kind, kind or ""), B.LABELS.get(variant, variant)))
     try:
-        runtime = a.alone_seconds if variant == "alone" else 3600
+        runtime = a.alone_seconds if variant in B.ALONE else 3600
         v = h.spawn(victim_argv(a, vout, runtime))
         B.wait_ready(lambda: tree_syscr(v.pid) > 1000, v)
         smp = B.Sampler(h, [a.victim_file], a.stream_files, lambda: tree_syscr(v.pid),
@@ -160,6 +160,9 @@ def body(h, a):
         for v in a.variants:
             res.append(phase(h, a, kind, v))
         allres.append((kind, res))
+    end = phase(h, a, None, "alone_end")
+    for _, res in allres:
+        res.append(end)
     for kind, res in allres:
         print()
         print("loader: %s over %d x %s next to fio 4 KiB random reads over a warm %s, cgroup %s" % (

@@ -260,8 +260,10 @@ def _nocache_lib():
 def body(h, a):
     c = setup(h, a)
     alone = phase(h, a, c, None, "alone")
-    for kind in a.backups:
-        res = [alone] + [phase(h, a, c, kind, v) for v in a.variants]
+    allres = [(kind, [alone] + [phase(h, a, c, kind, v) for v in a.variants]) for kind in a.backups]
+    end = phase(h, a, c, None, "alone_end")
+    for kind, res in allres:
+        res.append(end)
         print()
         what = "pg_basebackup -X fetch (the walsender reads)" if kind == "basebackup" else \
             "pg_dumpall -f FILE (backends read for COPY)"
@@ -273,7 +275,7 @@ def body(h, a):
         B.report(res, "TPS", "ms", thr_target=(0.9, "pgbench TPS"),
                  note="backup output cached at the end: " + ", ".join(
                      "%s %s" % (B.LABELS[r["variant"]], B.fmt_bytes(r.get("out_cached_end")))
-                     for r in res[1:] if not r.get("skip")))
+                     for r in res if not r.get("skip") and r.get("stream_bytes")))
         if a.png:
             root, ext = os.path.splitext(a.png)
             path = a.png if len(a.backups) == 1 else "%s-%s%s" % (root, kind, ext or ".png")
