@@ -1,0 +1,710 @@
+"""Shared pieces of the real-server benchmarks (pg_backup.py, kv_backup.py,
+loader.py, anon_churn.py); see tests/bench/README.md.
+
+The page-cache, cgroup and daemon helpers are interference.py's own,
+imported as they are, so both measure the same way.  What is added here:
+
+  Harness   the memory cgroup of the scenario, a second one for the
+            "isolation" variant (the stream in a cgroup of its own), a
+            cpuacct group that holds every process the benchmark starts
+            (and madvseqd), process spawning and cleanup;
+  Meter     CPU from /proc/stat (the whole machine), of the benchmark's
+            processes and of kswapd, /proc/vmstat and memory.stat deltas;
+  Sampler   a thread that records, every --sample-ms, the cgroup's page
+            cache split into the victim's files, the stream's files and the
+            rest, plus the victim's progress counter: the tables' residency
+            columns and the picture (--png) come from it;
+  report()  the tables and PASS/MISS lines, the same for every scenario.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interference import (KiB, MiB, GiB, Cgroup, cached_bytes, evict, fmt_bytes,  # noqa: E402,F401
+                          log, parse_size, start_daemon, stop_daemon)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+HZ = os.sysconf("SC_CLK_TCK")
+
+VARIANTS = ["kernel", "nocache", "shim", "daemon", "isolation"]
+LABELS = {"kernel": "kernel alone", "nocache": "nocache", "shim": "libmadvseq",
+          "daemon": "madvseqd", "isolation": "isolation 64M", "alone": "victim alone",
+          "alone_end": "victim alone, end"}
+ALONE = ("alone", "alone_end")   # the victim by itself, first and last phase
+
+# The issue's targets (issue 13), judged for the libmadvseq and madvseqd rows.
+TARGETS = {"resident": 0.99, "p99_vs_alone": 1.2, "thr_vs_odirect": 0.95,
+           "stream_vs_kernel": 0.98, "cpu_vs_kernel": 0.5}
+
+
+def add_common_args(ap, limit, quick_help):
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma list of %s (default all)" % ",".join(VARIANTS))
+    ap.add_argument("--limit", type=parse_size, default=limit,
+                    help="memory limit of the scenario's cgroup (default %s)" % fmt_bytes(limit))
+    ap.add_argument("--iso-limit", type=parse_size, default=64 * MiB,
+                    help="memory limit of the stream's own cgroup, isolation variant (64M)")
+    ap.add_argument("--lib", default=os.path.join(REPO, "build-rel", "preload", "libmadvseq.so"),
+                    help="libmadvseq.so (default build-rel/preload/libmadvseq.so)")
+    ap.add_argument("--daemon", default=None,
+                    help="madvseqd (default: daemon/madvseqd in --lib's build directory)")
+    ap.add_argument("--read-mode", default="all",
+                    help="MADVSEQ_READ for the libmadvseq and madvseqd rows (default all)")
+    ap.add_argument("--dir", default=None,
+                    help="scratch directory on a disk filesystem (default $TMPDIR if on disk, else /var/tmp)")
+    ap.add_argument("--log-dir", default=None, help="keep logs and raw outputs here")
+    ap.add_argument("--sample-ms", type=int, default=250, help="cache/throughput sampling period (250)")
+    ap.add_argument("--png", metavar="FILE", help="write a picture (python3-matplotlib)")
+    ap.add_argument("--cgroup-parent", help="create the cgroups under this memory cgroup directory")
+
+
+def finish_args(a):
+    a.variants = [v for v in a.variants.split(",") if v]
+    for v in a.variants:
+        if v not in VARIANTS:
+            raise SystemExit("unknown variant %r (one of %s)" % (v, ",".join(VARIANTS)))
+    a.lib = os.path.abspath(a.lib) if a.lib else None
+    if a.daemon is None and a.lib:
+        cand = os.path.join(os.path.dirname(os.path.dirname(a.lib)), "daemon", "madvseqd")
+        a.daemon = cand if os.path.exists(cand) else None
+    if a.dir is None:
+        t = os.environ.get("TMPDIR")
+        fs = subprocess.run(["stat", "-f", "-c", "%T", t], capture_output=True,
+                            text=True).stdout.strip() if t and os.path.isdir(t) else "tmpfs"
+        a.dir = t if fs not in ("tmpfs", "ramfs") else "/var/tmp"
+    # What interference.start_daemon reads.
+    a.mode, a.lag, a.discover_interval, a.daemon_debug = "pageout", None, "500ms", False
+    if os.geteuid() != 0:
+        raise SystemExit("needs root: memory cgroups, page-cache eviction")
+
+
+# --------------------------------------------------------------------------
+# CPU and reclaim counters
+
+def machine_busy_s():
+    """Busy CPU seconds of the whole machine (/proc/stat: all but idle and
+    iowait), every process and kernel thread included."""
+    f = open("/proc/stat").readline().split()[1:]
+    v = [int(x) for x in f]
+    user, nice, system, idle, iowait, irq, softirq, steal = (v + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / HZ
+
+
+def kswapd_s():
+    tot = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = open("/proc/%s/stat" % d).read()
+        except OSError:
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        if comm.startswith("kswapd"):
+            f = st.rsplit(")", 1)[1].split()
+            tot += int(f[11]) + int(f[12])
+    return tot / HZ
+
+
+def vmstat():
+    out = {}
+    for line in open("/proc/vmstat"):
+        k, v = line.split()
+        out[k] = int(v)
+    return out
+
+
+def reclaim_counters(d, prefix=""):
+    """pgmajfault, pgscan, pgsteal, workingset_refault from a /proc/vmstat or
+    memory.stat dict (v1 memory.stat has no pgscan/pgsteal: None)."""
+    def s(keys):
+        present = [k for k in keys if prefix + k in d]
+        return sum(d[prefix + k] for k in present) if present else None
+    def by_type(what):
+        # Split by LRU type (pgscan_anon + pgscan_file) where the kernel has
+        # it: the by-reclaimer counters (kswapd, direct) leave out cgroup v1
+        # limit reclaim.
+        if prefix + what + "_file" in d:
+            return s([what + "_anon", what + "_file"])
+        if prefix + what + "_kswapd" in d:
+            return s([what + "_kswapd", what + "_direct", what + "_khugepaged", what + "_proactive"])
+        return s([what])
+    return {"pgmajfault": s(["pgmajfault"]),
+            "pgscan": by_type("pgscan"),
+            "pgsteal": by_type("pgsteal"),
+            "refault_file": s(["workingset_refault_file"]),
+            "refault_anon": s(["workingset_refault_anon"])}
+
+
+class CpuAcct:
+    """CPU time of every process the benchmark starts: a cpuacct group
+    (cgroup v1) or, on v2, the memory cgroups' own cpu.stat."""
+
+    def __init__(self, name, mem_cgroups):
+        self.path = None
+        self.mem_cgroups = mem_cgroups
+        root = "/sys/fs/cgroup/cpuacct"
+        if os.path.exists(os.path.join(root, "cpuacct.usage")):
+            self.path = os.path.join(root, name)
+            os.makedirs(self.path, exist_ok=True)
+
+    def enter(self, pid=None):
+        if self.path:
+            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                f.write(str(pid or os.getpid()))
+
+    def usage_s(self):
+        if self.path:
+            return int(open(os.path.join(self.path, "cpuacct.usage")).read()) / 1e9
+        tot = 0
+        for cg in self.mem_cgroups():
+            for line in open(os.path.join(cg.path, "cpu.stat")):
+                if line.startswith("usage_usec"):
+                    tot += int(line.split()[1]) / 1e6
+        return tot
+
+    def destroy(self):
+        if not self.path:
+            return
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+        log("could not remove %s" % self.path)
+
+
+class Meter:
+    """Counters over one phase."""
+
+    def __init__(self, h):
+        self.h = h
+
+    def _snap(self):
+        return {"t": time.monotonic(), "machine": machine_busy_s(), "kswapd": kswapd_s(),
+                "bench": self.h.acct.usage_s(), "vm": vmstat(),
+                "mem": [cg.stat() for cg in self.h.mem_cgroups()]}
+
+    def start(self):
+        self.a = self._snap()
+
+    def stop(self):
+        b = self._snap()
+        a = self.a
+        out = {"seconds": b["t"] - a["t"], "machine_cpu_s": b["machine"] - a["machine"],
+               "kswapd_s": b["kswapd"] - a["kswapd"],
+               "bench_cpu_s": b["bench"] - a["bench"] + b["kswapd"] - a["kswapd"]}
+        va, vb = reclaim_counters(a["vm"]), reclaim_counters(b["vm"])
+        out["vmstat"] = {k: vb[k] - va[k] if vb[k] is not None else None for k in va}
+        prefix = "total_" if self.h.cg.version == 1 else ""
+        md = {}
+        for sa, sb in zip(a["mem"], b["mem"]):
+            ra, rb = reclaim_counters(sa, prefix), reclaim_counters(sb, prefix)
+            for k in ra:
+                if rb[k] is not None and ra[k] is not None:
+                    md[k] = md.get(k, 0) + rb[k] - ra[k]
+                else:
+                    md.setdefault(k, None)
+        out["memstat"] = md
+        return out
+
+
+# --------------------------------------------------------------------------
+# Files and the cache sampler
+
+def wait_ready(progress, proc, timeout=120):
+    """Waits until the victim has done some work: on a loaded machine its
+    start-up (imports, connections) can take seconds, and a stream started
+    before would be measured without its victim."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError("victim exited %d before it started" % proc.returncode)
+        if (progress() or 0) > 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("victim did no work in %ds" % timeout)
+
+
+def files_under(paths):
+    out = []
+    for p in paths:
+        if os.path.isfile(p):
+            out.append(p)
+        elif os.path.isdir(p):
+            for root, _, names in os.walk(p):
+                out.extend(os.path.join(root, n) for n in names)
+    return out
+
+
+def cached_sum(files):
+    tot = 0
+    for f in files:
+        try:
+            if os.path.isfile(f):
+                tot += cached_bytes(f)
+        except OSError:
+            pass      # removed or unreadable in between: not cached by us
+    return tot
+
+
+class Sampler(threading.Thread):
+    """Every period: (seconds, victim's files cached, stream's files cached,
+    page cache charged to the scenario's cgroups, victim progress).
+    `stream_paths` is re-walked every sample: a backup's output appears while
+    it runs.  `progress` returns the victim's completed operations so far
+    (None if unknown)."""
+
+    def __init__(self, h, victim_files, stream_paths, progress=None, period=0.25):
+        super().__init__(daemon=True)
+        self.h, self.victim_files, self.stream_paths = h, victim_files, stream_paths
+        # A stream path may hold the victim's files too (a whole cluster):
+        # those count as the victim's.
+        self.exclude = set(victim_files)
+        self.progress, self.period = progress, period
+        self.samples = []
+        self.halt = threading.Event()
+        self.t0 = time.monotonic()
+        h.samplers.append(self)
+
+    def run(self):
+        while not self.halt.is_set():
+            t = time.monotonic() - self.t0
+            vc = cached_sum(self.victim_files)
+            sc = cached_sum(f for f in files_under(self.stream_paths) if f not in self.exclude)
+            try:
+                cg = sum(c.cache() for c in self.h.mem_cgroups())
+            except OSError:
+                return          # the cgroups are gone: the run is being cleaned up
+            pr = self.progress() if self.progress else None
+            self.samples.append((round(t, 3), vc, sc, cg, pr))
+            self.halt.wait(self.period)
+
+    def stop(self):
+        self.halt.set()
+        self.join(timeout=10)
+        return self.samples
+
+
+# --------------------------------------------------------------------------
+# The harness: cgroups, processes, variants, cleanup
+
+class Harness:
+    def __init__(self, a, name):
+        self.a = a
+        self.name = "madvseq-%s-%d" % (name, os.getpid())
+        self.procs = []
+        self.cg = self.iso = None
+        self.cleanups = []          # callables run last-in first-out at exit
+        self.samplers = []
+        self.cg = Cgroup(self.name, a.limit, a.cgroup_parent)
+        if "isolation" in a.variants:
+            self.iso = Cgroup(self.name + "-iso", a.iso_limit, a.cgroup_parent)
+        self.acct = CpuAcct(self.name, self.mem_cgroups)
+        os.makedirs(a.dir, exist_ok=True)
+        self.scratch = os.path.join(os.path.abspath(a.dir), self.name)
+        os.makedirs(self.scratch, exist_ok=True)
+        os.chmod(self.scratch, 0o755)
+        self.own_logs = a.log_dir is None
+        a.log_dir = os.path.abspath(a.log_dir or os.path.join(self.scratch, "logs"))
+        os.makedirs(a.log_dir, exist_ok=True)
+        # Servers run as their own user and write MADVSEQ_STATS here.
+        os.chmod(a.log_dir, 0o1777)
+        log("cgroup v%d %s, limit %s%s; scratch %s" % (
+            self.cg.version, self.cg.path, fmt_bytes(a.limit),
+            ", isolation cgroup %s" % fmt_bytes(a.iso_limit) if self.iso else "", self.scratch))
+
+    def mem_cgroups(self):
+        return [c for c in (self.cg, self.iso) if c]
+
+    def stream_cg(self, variant):
+        return self.iso if variant == "isolation" else self.cg
+
+    def spawn(self, argv, env=None, cg=None, cpus=None, user=None, stdout=None, stderr=None,
+              cwd=None, track=True):
+        cg = cg or self.cg
+        acct = self.acct
+
+        def pre():
+            cg.enter()
+            acct.enter()
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+            if user:
+                import pwd
+                pw = pwd.getpwnam(user)
+                os.setgid(pw.pw_gid)
+                os.setgroups([])
+                os.setuid(pw.pw_uid)
+        p = subprocess.Popen(argv, env=env, stdout=stdout or subprocess.DEVNULL,
+                             stderr=stderr, cwd=cwd, preexec_fn=pre)
+        if track:
+            self.procs.append(p)
+        return p
+
+    def run(self, argv, **kw):
+        """Runs to completion inside the cgroup; raises on failure."""
+        errp = os.path.join(self.a.log_dir, "cmd.stderr")
+        with open(errp, "w") as err:
+            p = self.spawn(argv, stderr=err, track=False, **kw)
+            rc = p.wait()
+        if rc:
+            raise RuntimeError("%s exited %d: %s" % (" ".join(argv[:3]), rc,
+                                                      open(errp).read().strip()[-800:]))
+
+    def wrap(self, variant, argv, env, tag):
+        """argv and environment of a streaming process in a variant; None
+        and a reason when the variant cannot run here."""
+        env = dict(env if env is not None else os.environ)
+        if variant in ("kernel", "isolation") + ALONE:
+            return argv, env, None
+        if variant == "nocache":
+            if not subprocess.run(["sh", "-c", "command -v nocache"], capture_output=True).stdout:
+                return None, None, "nocache not installed"
+            return ["nocache"] + argv, env, None
+        if not self.a.lib or not os.path.exists(self.a.lib):
+            return None, None, "libmadvseq not built (%s)" % self.a.lib
+        env["LD_PRELOAD"] = self.a.lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+        env["MADVSEQ_READ"] = self.a.read_mode
+        env["MADVSEQ_STATS"] = os.path.join(self.a.log_dir, tag + ".%p.madvseq-stats")
+        if variant == "daemon":
+            if not self.a.daemon or not os.path.exists(self.a.daemon):
+                return None, None, "madvseqd not built"
+            env["MADVSEQ_SOCKET"] = os.path.join(self.a.log_dir, "madvseqd.sock")
+        return argv, env, None
+
+    def start_daemon(self, variant, tag):
+        """madvseqd on a private socket, its configuration covering only the
+        scenario's cgroup; it is counted in the benchmark's CPU."""
+        if variant != "daemon":
+            return None
+        hd = start_daemon(self.a, self.cg, os.path.join(self.a.log_dir, tag), False)
+        self.acct.enter(hd[0].pid)
+        return hd
+
+    def stop_daemon(self, hd):
+        stop_daemon(hd)
+
+    def shim_stats(self, tag):
+        st = {}
+        for fn in os.listdir(self.a.log_dir):
+            if fn.startswith(tag + ".") and fn.endswith(".madvseq-stats"):
+                for line in open(os.path.join(self.a.log_dir, fn)):
+                    k, _, v = line.strip().partition("=")
+                    if k in ("regions", "bytes_dropped", "bytes_kept", "errors", "read_files"):
+                        st[k] = st.get(k, 0) + int(v or 0)
+                st["processes"] = st.get("processes", 0) + 1
+        return st
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except Exception:
+                pass
+        self.procs = []
+
+    def close(self):
+        for smp in self.samplers:
+            smp.stop()
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:       # cleanup goes on whatever failed
+                log("cleanup: %s" % e)
+        self.kill_all()
+        for c in (self.iso, self.cg):
+            if c:
+                c.destroy()
+        if self.acct:
+            self.acct.destroy()
+        if self.own_logs:
+            subprocess.run(["rm", "-rf", self.a.log_dir])
+        subprocess.run(["rm", "-rf", self.scratch])
+
+
+def main_wrapper(a, name, body):
+    """Runs body(h) with the harness, cleans up on exit, errors, Ctrl-C and
+    SIGTERM; returns the exit status."""
+    stopping = []
+
+    def on_signal(sig, frame):
+        if stopping:
+            return
+        stopping.append(sig)
+        raise KeyboardInterrupt("signal %d" % sig)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    h = None
+    rc = 0
+    try:
+        h = Harness(a, name)
+        body(h)
+    except KeyboardInterrupt:
+        log("interrupted; cleaning up")
+        rc = 130
+    finally:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        if h:
+            h.close()
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+    return rc
+
+
+# --------------------------------------------------------------------------
+# Results and the report
+
+def pct(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    i = min(len(xs) - 1, max(0, int(round(q / 100.0 * len(xs) + 0.5)) - 1))
+    return xs[i]
+
+
+def residency(samples, victim_bytes):
+    """(least, last) fraction of the victim's files cached while streaming."""
+    if not samples or not victim_bytes:
+        return None, None
+    return (min(s[1] for s in samples) / victim_bytes, samples[-1][1] / victim_bytes)
+
+
+def _f(x, fmt=None):
+    if x is None:
+        return "-"
+    if fmt is None:        # three significant digits at least
+        fmt = "%.0f" if abs(x) >= 100 else "%.2f" if abs(x) >= 1 else "%.3f"
+    return fmt % x
+
+
+def _ratio(x, y):
+    return x / y if x is not None and y else None
+
+
+def table(title, head, rows):
+    w = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(head)]
+    out = [title, "  ".join(str(h).rjust(w[i]) if i else str(h).ljust(w[i]) for i, h in enumerate(head))]
+    for r in rows:
+        out.append("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r)))
+    return out
+
+
+def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=None):
+    """res: list of phase results (dicts) with keys variant, skip,
+    victim_thr, lat (p50, p99, p999), victim_bytes, samples, stream_bytes,
+    stream_s, meter.  The 'alone' row is the victim's reference; the
+    'kernel' row the stream's.  thr_target: (ratio, what) judged against
+    alone; odirect: the victim's throughput next to an O_DIRECT stream."""
+    P = []
+    by = {r["variant"]: r for r in res}
+    # The victim alone is measured first and last: on a machine whose load
+    # moves, one of the two can be far off.  The faster one is the
+    # reference, which makes the "x alone" targets the harder to meet.
+    alones = [r for r in res if r["variant"] in ALONE and not r.get("skip") and r.get("victim_thr")]
+    alone = max(alones, key=lambda r: r["victim_thr"]) if alones else None
+    kern = by.get("kernel")
+    ok = [r for r in res if not r.get("skip")]
+    rows = []
+    for r in res:
+        if r.get("skip"):
+            rows.append([LABELS.get(r["variant"], r["variant"])] + ["skipped: " + r["skip"]] + [""] * 8)
+            continue
+        rmin, rend = residency(r.get("samples"), r.get("victim_bytes"))
+        lat = r.get("lat") or (None, None, None)
+        rows.append([LABELS.get(r["variant"], r["variant"]), _f(r.get("victim_thr")),
+                     _f(_ratio(r.get("victim_thr"), alone and alone.get("victim_thr")), "%.3f"),
+                     _f(lat[0]), _f(lat[1]), _f(lat[2]),
+                     _f(_ratio(lat[1], alone and alone["lat"][1]), "%.2f"),
+                     _f(rmin and 100 * rmin, "%.1f%%"), _f(rend and 100 * rend, "%.1f%%"),
+                     fmt_bytes(r["samples"][-1][3]) if r.get("samples") else "-"])
+    P += table("victim (%s; latency %s)" % (victim_unit, lat_unit),
+               ["variant", victim_unit, "x alone", "p50", "p99", "p99.9", "p99 x alone",
+                "res. min", "res. end", "cg cache end"], rows)
+    P.append("")
+    rows = []
+    for r in ok:
+        if r["variant"] in ALONE:
+            continue
+        m = r["meter"]
+        gb = r["stream_bytes"] / 1e9 if r.get("stream_bytes") else None
+        mbs = r["stream_bytes"] / r["stream_s"] / 1e6 if gb and r.get("stream_s") else None
+        kmbs = kern["stream_bytes"] / kern["stream_s"] / 1e6 if kern and not kern.get("skip") else None
+        r["_mbs"], r["_gb"] = mbs, gb
+        r["_mcpu"] = m["machine_cpu_s"] / gb if gb else None
+        r["_bcpu"] = m["bench_cpu_s"] / gb if gb else None
+        peak = max(s[2] for s in r["samples"]) if r.get("samples") else None
+        rows.append([LABELS[r["variant"]], _f(gb, "%.2f"), _f(r.get("stream_s"), "%.1f"), _f(mbs),
+                     _f(_ratio(mbs, kmbs), "%.3f"), fmt_bytes(peak),
+                     _f(r["_mcpu"], "%.3f"), _f(r["_bcpu"], "%.3f"), _f(m["kswapd_s"], "%.2f")])
+    kb = kern.get("_bcpu") if kern else None
+    km = kern.get("_mcpu") if kern else None
+    for row, r in zip(rows, [r for r in ok if r["variant"] not in ALONE]):
+        row.insert(7, _f(_ratio(r["_mcpu"], km), "%.2f"))
+        row.insert(9, _f(_ratio(r["_bcpu"], kb), "%.2f"))
+    P += table("stream (CPU-s/GB: machine = /proc/stat, all processes and kernel threads; "
+               "bench = the benchmark's processes + madvseqd + kswapd)",
+               ["variant", "GB", "s", "MB/s", "x kernel", "strm cache peak", "machine CPU-s/GB",
+                "x kernel", "bench CPU-s/GB", "x kernel", "kswapd s"], rows)
+    P.append("")
+    rows = []
+    for r in ok:
+        vm, ms = r["meter"]["vmstat"], r["meter"]["memstat"]
+        rows.append([LABELS[r["variant"]], _f(r["meter"]["seconds"], "%.1f")] +
+                    [_f(vm[k], "%d") for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")] +
+                    [_f(ms.get(k), "%d") for k in ("pgmajfault", "pgscan", "pgsteal", "refault_file", "refault_anon")])
+    P += table("reclaim: /proc/vmstat deltas (whole machine) | memory.stat deltas (the benchmark's cgroups)",
+               ["variant", "s", "pgmajfault", "pgscan", "pgsteal", "wsrefault file", "wsrefault anon",
+                "| cg pgmajfault", "cg pgscan", "cg pgsteal", "cg wsref file", "cg wsref anon"], rows)
+    for r in ok:
+        for key, who in (("shim_stats", ""), ("server_stats", " (server)")):
+            st = r.get(key)
+            if not st:
+                continue
+            P.append("  %s MADVSEQ_STATS%s: %d process(es), %d read() stream(s), %d region(s), dropped %s, "
+                     "kept %s, %d errors (processes killed at the end write none)" % (
+                         LABELS[r["variant"]], who, st.get("processes", 0), st.get("read_files", 0),
+                         st.get("regions", 0), fmt_bytes(st.get("bytes_dropped", 0)),
+                         fmt_bytes(st.get("bytes_kept", 0)), st.get("errors", 0)))
+    if note:
+        P.append(note)
+    P.append("")
+    # Verdicts
+    if alone:
+        P.append("reference: %s %s %s, p99 %s %s; kernel alone with the stream %s %s (%s x alone)" % (
+            LABELS[alone["variant"]], _f(alone.get("victim_thr")), victim_unit, _f(alone["lat"][1], "%.1f"), lat_unit,
+            _f(kern.get("victim_thr")) if kern else "-", victim_unit,
+            _f(_ratio(kern.get("victim_thr"), alone.get("victim_thr")), "%.3f") if kern else "-"))
+    for r in ok:
+        if r["variant"] not in ("shim", "daemon"):
+            continue
+        L = LABELS[r["variant"]]
+        V = []
+        rmin, _ = residency(r.get("samples"), r.get("victim_bytes"))
+        if rmin is not None:
+            V.append((rmin >= TARGETS["resident"], "%s: victim's working set resident, least = %.3f (target >= %.2f)"
+                      % (L, rmin, TARGETS["resident"])))
+        x = _ratio(r["lat"][1] if r.get("lat") else None, alone and alone["lat"][1])
+        if x is not None:
+            V.append((x <= TARGETS["p99_vs_alone"], "%s: victim p99 / alone = %.2f (target <= %.1f)"
+                      % (L, x, TARGETS["p99_vs_alone"])))
+        if thr_target and alone:
+            x = _ratio(r.get("victim_thr"), alone.get("victim_thr"))
+            if x is not None:
+                V.append((x >= thr_target[0], "%s: %s during the stream / alone = %.3f (target >= %.2f; kernel alone %s)"
+                          % (L, thr_target[1], x, thr_target[0],
+                             _f(_ratio(kern.get("victim_thr"), alone.get("victim_thr")), "%.3f") if kern else "-")))
+        if odirect:
+            x = _ratio(r.get("victim_thr"), odirect)
+            if x is not None:
+                V.append((x >= TARGETS["thr_vs_odirect"], "%s: victim throughput / next to O_DIRECT stream = %.3f (target >= %.2f)"
+                          % (L, x, TARGETS["thr_vs_odirect"])))
+        x = _ratio(r.get("_mbs"), kern and kern.get("_mbs"))
+        if x is not None:
+            V.append((x >= TARGETS["stream_vs_kernel"], "%s: stream MB/s / kernel alone = %.3f (target >= %.2f)"
+                      % (L, x, TARGETS["stream_vs_kernel"])))
+        x = _ratio(r.get("_mcpu"), km)
+        if x is not None:
+            V.append((x <= TARGETS["cpu_vs_kernel"],
+                      "%s: machine CPU per GB streamed / kernel alone = %.2f (target <= %.1f; "
+                      "benchmark's own processes + kswapd: %s)" % (
+                          L, x, TARGETS["cpu_vs_kernel"], _f(_ratio(r.get("_bcpu"), kb), "%.2f"))))
+        for good, text in V:
+            P.append("%s  %s" % ("PASS" if good else "MISS", text))
+    print("\n".join(P), flush=True)
+    return P
+
+
+# --------------------------------------------------------------------------
+# The picture
+
+def plot(res, path, title, victim_unit, stall_s=10.0):
+    """One column per variant: the victim's throughput over time above, the
+    scenario's page cache split into victim / stream / other below.
+    stall_s: after that long without progress the throughput drops to 0
+    (infinite for a victim whose unit of progress takes longer)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("no matplotlib (apt-get install python3-matplotlib): no picture")
+        return
+    rs = [r for r in res if not r.get("skip") and r.get("samples")]
+    if not rs:
+        return
+    n = len(rs)
+    fig, ax = plt.subplots(2, n, figsize=(3.2 * n + 0.8, 5.6), sharex="col", squeeze=False,
+                           gridspec_kw={"height_ratios": [1, 1.3]})
+    ymax_thr = 0
+    ymax_c = max(max(s[3] for s in r["samples"]) for r in rs) / MiB * 1.1 or 1
+    for r in rs:
+        thr = _rates(r["samples"], longest=stall_s)
+        if thr:
+            # An outlier must not flatten every other panel.
+            ymax_thr = max(ymax_thr, pct([v for _, v in thr], 98))
+    for i, r in enumerate(rs):
+        s = r["samples"]
+        t = [x[0] for x in s]
+        thr = _rates(s, longest=stall_s)
+        a0, a1 = ax[0][i], ax[1][i]
+        if thr:
+            a0.plot([x for x, _ in thr], [v for _, v in thr], color="tab:blue", lw=1)
+        a0.set_ylim(0, ymax_thr * 1.25 or 1)
+        a0.set_title(LABELS.get(r["variant"], r["variant"]), fontsize=10)
+        a0.grid(alpha=0.3)
+        vic = [x[1] / MiB for x in s]
+        strm = [x[2] / MiB for x in s]
+        oth = [max(0.0, (x[3] - x[1] - x[2]) / MiB) for x in s]
+        a1.stackplot(t, vic, strm, oth, colors=["tab:green", "tab:red", "lightgray"],
+                     labels=["victim's files", "stream's files", "other"])
+        a1.set_ylim(0, ymax_c)
+        a1.set_xlabel("seconds")
+        a1.grid(alpha=0.3)
+        if i == 0:
+            a0.set_ylabel(victim_unit)
+            a1.set_ylabel("page cache, MiB")
+    ax[1][0].legend(loc="upper left", fontsize=7, framealpha=0.8)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    log("picture: %s" % path)
+
+
+def _rates(samples, window=1.0, longest=10.0):
+    """Victim operations per second as steps over windows of at least
+    `window` seconds that end where the progress counter moved: victims
+    report progress in batches (the anonymous-memory program once per
+    round), and rates between single samples would be spikes and zeros.  A
+    window closes after `longest` seconds without progress, so a stall shows."""
+    out = []
+    prev = None
+    for t, _, _, _, p in samples:
+        if p is None:
+            continue
+        if prev is None:
+            prev = (t, p)
+            continue
+        dt = t - prev[0]
+        if dt >= window and (p != prev[1] or dt >= longest):
+            r = (p - prev[1]) / dt
+            out += [(prev[0], r), (t, r)]
+            prev = (t, p)
+    return out
