@@ -76,7 +76,7 @@ void msq_daemon_init(void)
 	const char *v = getenv("MADVSEQ_DAEMON");
 
 	if (v && *v && msq_parse_bool(v, &on) < 0)
-		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (1 or 0); using 1", v);
+		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (yes or no); using 1", v);
 	g.disabled = !on;
 	v = getenv("MADVSEQ_READ");
 	g.read_from_env = v && *v;

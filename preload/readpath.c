@@ -765,7 +765,7 @@ void msq_readpath_init(void)
 		bool on = false;
 
 		if (msq_parse_bool(v, &on) < 0)
-			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (1 or 0); using 0", v);
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (yes or no); using 0", v);
 		msq_fds_dontcache = on;
 	}
 	/* Last: the wrappers act only once the real functions are known. */

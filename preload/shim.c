@@ -104,7 +104,7 @@ static void read_config(void)
 	const char *v;
 	bool scan = true;
 
-	READ_ENV("MADVSEQ_DEBUG", msq_parse_bool, &msq_cfg.debug, "a boolean (1 or 0)", "0");
+	READ_ENV("MADVSEQ_DEBUG", msq_parse_bool, &msq_cfg.debug, "a boolean (yes or no)", "0");
 	READ_ENV("MADVSEQ_MODE", msq_parse_mode, &msq_cfg.policy.mode,
 		 "a mode (pageout, cold or off)", "pageout");
 	READ_ENV("MADVSEQ_READ", msq_parse_read_mode, &msq_cfg.policy.read,
@@ -113,7 +113,7 @@ static void read_config(void)
 	READ_ENV("MADVSEQ_LAG", msq_parse_size, &msq_cfg.policy.lag, "a size (e.g. 16M)", def);
 	READ_ENV("MADVSEQ_INTERVAL", msq_parse_duration_ns, &msq_cfg.policy.interval_ns,
 		 "a duration from 100us to 1h (e.g. 20ms)", "20ms");
-	READ_ENV("MADVSEQ_PAGEMAP_SCAN", msq_parse_bool, &scan, "a boolean (1 or 0)", "1");
+	READ_ENV("MADVSEQ_PAGEMAP_SCAN", msq_parse_bool, &scan, "a boolean (yes or no)", "1");
 	msq_cfg.force_pagemap_read = !scan;
 	/* Whole pages; at least one chunk, so a cursor's own chunk stays. */
 	msq_cfg.policy.lag &= ~(uint64_t)4095;
