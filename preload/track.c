@@ -155,35 +155,24 @@ void msq_track_unlock(void)
 	msq_regions_unlock();
 }
 
-/* What leaves the table in one change: the parts the daemon managed. */
-struct gone {
-	bool flush;
-	bool delegated;
-};
-
-static void retire(struct msq_region *part, void *arg)
+/* retire() without the final drop: the range is no longer the mapping it
+ * was, or the program asked for its pages to be left alone.  (With the
+ * drop: msq_engine_retire, which leaves the daemon's parts to it.) */
+static void retire_quietly(struct msq_region *part, void *arg)
 {
-	struct gone *g = arg;
-
-	/* Delegated parts are the daemon's to drop (msq_daemon_forget). */
-	if (part->delegated && msq_daemon_ready())
-		g->delegated = true;
-	if (g->flush)
-		msq_engine_retire(part, NULL);
-	else
-		msq_engine_account(part);
+	(void)arg;
+	msq_engine_account(part);
 }
 
 /* Locked: takes [start, end) out of the table. */
-static bool remove_locked(uint64_t start, uint64_t end, bool flush)
+static void remove_locked(uint64_t start, uint64_t end, bool flush)
 {
-	struct gone g = { .flush = flush };
+	void (*retire)(struct msq_region *, void *) = flush ? msq_engine_retire : retire_quietly;
 
-	if (msq_regions_remove(start, end, retire, &g) < 0)
+	if (msq_regions_remove(start, end, retire, NULL) < 0)
 		/* Out of memory: a stale entry could aim the engine at whatever
 		 * is mapped there next, so stop tracking everything instead. */
-		msq_regions_clear(retire, &g);
-	return g.delegated;
+		msq_regions_clear(retire, NULL);
 }
 
 void msq_track_forget(uint64_t start, uint64_t end, bool flush)
@@ -198,12 +187,10 @@ void msq_track_forget(uint64_t start, uint64_t end, bool flush)
 void msq_track_moved_locked(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
 			    bool keep_old)
 {
-	struct gone g = { .flush = false };
-
 	/* A non-final unregister: sent without waiting for the answer. */
 	msq_daemon_forget(old, old + old_len, false);
 	if (msq_regions_move(old, old_len, new_addr, new_len, keep_old) < 0)
-		msq_regions_clear(retire, &g);
+		msq_regions_clear(retire_quietly, NULL);
 }
 
 void msq_track_writable(uint64_t start, uint64_t end)
