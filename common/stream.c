@@ -164,8 +164,12 @@ static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, 
  * read windows around the readers seen last time and a slice of the rest
  * (the sweep), which finds new readers.  With PAGEMAP_SCAN the whole region
  * is still read every FULL_SCAN_NS, and whenever the readers are too many
- * to look at one by one: a reader that starts elsewhere waits at most that
- * long to be seen.
+ * to look at one by one, or none is known yet: a reader that starts
+ * elsewhere waits at most that long to be seen, and the first reader of a
+ * new stream is seen in its first cycle (a sweep moving through a cold
+ * region misses a reader that a gigabyte-a-second stream moves ahead of
+ * it; 100 ms of such a stream is 100 MiB cached).  Reading a region with
+ * no reader costs little: PAGEMAP_SCAN skips page tables that hold nothing.
  */
 static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool whole)
 {
@@ -173,8 +177,8 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 
 	msq_extents_clear(&e->present);
 	msq_extents_clear(&e->anon);
-	if (whole || (e->pm.scan && (now_ns - s->full_scan_ns >= FULL_SCAN_NS ||
-				     s->cursors.n > MAX_WINDOWS))) {
+	if (whole || (e->pm.scan && (s->cursors.n == 0 || s->cursors.n > MAX_WINDOWS ||
+				     now_ns - s->full_scan_ns >= FULL_SCAN_NS))) {
 		rc = msq_present_ranges(&e->pm, s->start, s->end, &e->present,
 					s->shared ? NULL : &e->anon);
 		if (rc < 0)
