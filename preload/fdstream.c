@@ -249,24 +249,35 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
 		MSQ_SYSCALL(SYS_sync_file_range, fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 }
 
-/* Adds the chunks of [lo, hi) that hold cached pages to d->pre. */
-static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t hi)
+/* Adds the chunks of [lo, hi) that hold cached pages to d->pre.  eof: the
+ * file's size if the caller just read it (no page past it can be cached
+ * now), else UINT64_MAX; the window counts as looked at up to hi either way,
+ * as it always did for the part past the end.  Looked at, a window too
+ * large for the per-chunk loop costs one cachestat call when nothing in
+ * it is cached, or all of it is, or it is one chunk (a small file). */
+static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t hi,
+		     uint64_t eof)
 {
-	struct msq_cachestat_range all = { lo, hi - lo };
-	struct msq_cachestat none;
+	uint64_t end = eof < hi ? ceil_chunk(eof) : hi, page = (uint64_t)getpagesize(), pages;
+	struct msq_cachestat_range all;
+	struct msq_cachestat cs;
 
-	if (s->blind) { /* nothing known: nothing kept */
+	if (s->blind || end <= lo) { /* nothing known, or nothing there: nothing kept */
 		d->snap_hi = hi;
 		return;
 	}
-	/* Mostly nothing is cached (and small files end early): one call. */
-	if (msq_cachestat(fd, &all, &none) == 0 && none.nr_cache == 0) {
-		d->snap_hi = hi;
+	all = (struct msq_cachestat_range){ lo, end - lo };
+	pages = ((eof < end ? eof : end) - lo + page - 1) / page; /* the window's pages before EOF */
+	if (msq_cachestat(fd, &all, &cs) == 0 &&
+	    (cs.nr_cache == 0 || cs.nr_cache >= pages || end - lo == CHUNK)) {
+		if (cs.nr_cache && msq_extents_add(&d->pre, lo, end) < 0)
+			s->snap_ok = false; /* from now on: drop nothing */
+		else
+			d->snap_hi = hi;
 		return;
 	}
-	for (uint64_t c = lo; c < hi && s->snap_ok; c += CHUNK) {
+	for (uint64_t c = lo; c < end && s->snap_ok; c += CHUNK) {
 		struct msq_cachestat_range r = { c, CHUNK };
-		struct msq_cachestat cs;
 
 		if (msq_cachestat(fd, &r, &cs) < 0 ||
 		    (cs.nr_cache && msq_extents_add(&d->pre, c, c + CHUNK) < 0))
@@ -276,18 +287,23 @@ static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint6
 		d->snap_hi = hi;
 }
 
-/* Starts the snapshot of the current run at chunk lo. */
-static void snap_start(int fd, struct msq_fd *s, struct dir *d, uint64_t lo)
+/* Starts the snapshot of the current run at chunk lo (eof: as for
+ * snapshot()). */
+static void snap_start(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint64_t eof)
 {
 	msq_extents_clear(&d->pre);
 	d->snap_lo = d->snap_hi = lo;
 	d->snapping = true;
-	snapshot(fd, s, d, lo, lo + SNAP_AHEAD);
+	snapshot(fd, s, d, lo, lo + SNAP_AHEAD, eof);
 }
 
 /* A run starts at off.  snap_now: nothing was read yet (the fd was just
- * classified), so the snapshot can be taken right away. */
-static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool snap_now)
+ * classified, and eof is the file's size), so the snapshot is taken right
+ * away, and nothing is due before the first chunk boundary: the first
+ * transfers take after()'s fast path.  Otherwise the next transfer goes
+ * through advance(), which sets that point. */
+static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool snap_now,
+		    uint64_t eof)
 {
 	d->run_start = d->next = off;
 	d->done = ceil_chunk(off);
@@ -295,8 +311,11 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 	d->started = true;
 	d->snapping = false;
 	d->act = off + 1;
-	if (snap_now && s->snap_ok && !s->dontcache)
-		snap_start(fd, s, d, floor_chunk(off));
+	if (snap_now && s->snap_ok && !s->dontcache) {
+		snap_start(fd, s, d, floor_chunk(off), eof);
+		if (s->snap_ok)
+			d->act = floor_chunk(off) + CHUNK;
+	}
 }
 
 /* Process totals (readpath.h). */
@@ -469,7 +488,7 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 	uint64_t lag = msq_cfg.policy.lag, target;
 
 	if (!d->started || off < d->next || off > d->next + SEQ_SLACK)
-		new_run(fd, s, d, off, false);
+		new_run(fd, s, d, off, false, UINT64_MAX);
 	d->next = end;
 	/* Until the next chunk boundary (or the run's length reaching RUN_MIN,
 	 * or the snapshot's refill point) a sequential access has nothing to
@@ -487,10 +506,10 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 		 * before it: from here on, the snapshot sees them as cached. */
 		if (floor_chunk(end) > d->done)
 			d->done = floor_chunk(end);
-		snap_start(fd, s, d, floor_chunk(end));
+		snap_start(fd, s, d, floor_chunk(end), UINT64_MAX);
 	}
 	if (end + SNAP_AHEAD / 2 > d->snap_hi)
-		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_AHEAD);
+		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_AHEAD, UINT64_MAX);
 	if (d->snap_hi - SNAP_AHEAD / 2 < d->act)
 		d->act = d->snap_hi - SNAP_AHEAD / 2;
 	if (writing && floor_chunk(end) > d->kicked) {
@@ -569,6 +588,29 @@ static void retire_state(struct msq_fd *s)
 	__atomic_sub_fetch(&g_nretired, n, __ATOMIC_RELAXED);
 }
 
+/* Whether this kernel has cachestat(2) (Linux 6.5+) and lets the process
+ * call it, learnt from the first fd that answers: 1 yes, -1 no, 0 not yet
+ * known. */
+static int g_cachestat;
+
+static bool cachestat_works(int fd)
+{
+	struct msq_cachestat_range r = { 0, 4096 };
+	struct msq_cachestat cs;
+	int known = __atomic_load_n(&g_cachestat, __ATOMIC_RELAXED);
+
+	if (known)
+		return known > 0;
+	if (msq_cachestat(fd, &r, &cs) == 0)
+		known = 1;
+	else if (errno == ENOSYS)
+		known = -1;
+	else
+		return false; /* this fd only (a seccomp filter's EPERM, say) */
+	__atomic_store_n(&g_cachestat, known, __ATOMIC_RELAXED);
+	return known > 0;
+}
+
 /* Would the write-side residency snapshot of fd be truthful?  As with
  * mincore(2), only for files the process may write. */
 static bool may_write(int fd, const struct stat *st, int fl)
@@ -583,19 +625,20 @@ static bool may_write(int fd, const struct stat *st, int fl)
 }
 
 /*
- * Files "all" mode leaves alone unless the program advises them: small
- * read-only files (a run shorter than RUN_MIN drops nothing, and cp -r or
- * tar of many small files would pay the classification for nothing), and
- * files opened for reading and writing (databases: what they write they
- * read again, and random access has no cursor to drop behind).
+ * Files left alone: read-only files smaller than RUN_MIN unless the program
+ * says NOREUSE (a run that short drops nothing, and cp -r or tar of many
+ * small files would pay the classification for nothing; cp advises
+ * SEQUENTIAL for each), and, in "all" mode, files opened for reading and
+ * writing unless advised (databases: what they write they read again, and
+ * random access has no cursor to drop behind).
  */
 static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
 {
-	if (extra & (F_SEQ | F_NOREUSE))
+	if (extra & F_NOREUSE)
 		return false;
-	if ((fl & O_ACCMODE) == O_RDWR)
-		return true;
-	return (fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN;
+	if ((fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN)
+		return true; /* SEQUENTIAL too: cp advises it for every file */
+	return (fl & O_ACCMODE) == O_RDWR && !(extra & F_SEQ);
 }
 
 /*
@@ -607,8 +650,6 @@ static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
  */
 static struct msq_fd *classify(int fd, unsigned extra)
 {
-	struct msq_cachestat_range r = { 0, 4096 };
-	struct msq_cachestat cs;
 	struct msq_fd *s, *old;
 	struct stat st;
 	int fl;
@@ -645,7 +686,7 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	if ((fl & O_ACCMODE) != O_RDONLY)
 		s->flags |= F_CANWRITE;
 	s->snap_ok = true;
-	s->blind = msq_cachestat(fd, &r, &cs) < 0 || !may_write(fd, &st, fl);
+	s->blind = !may_write(fd, &st, fl) || !cachestat_works(fd);
 	if (msq_fds_dontcache == 1)
 		s->dontcache = dev_state(st.st_dev) != DC_NO;
 	if (s->dontcache)
@@ -654,9 +695,9 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	if (pos >= 0) {
 		/* Before the first read: the snapshot sees what was cached before. */
 		if (s->flags & F_CANREAD)
-			new_run(fd, s, &s->rd, (uint64_t)pos, true);
+			new_run(fd, s, &s->rd, (uint64_t)pos, true, (uint64_t)st.st_size);
 		if (s->flags & F_CANWRITE)
-			new_run(fd, s, &s->wr, (uint64_t)pos, true);
+			new_run(fd, s, &s->wr, (uint64_t)pos, true, (uint64_t)st.st_size);
 	}
 	old = msq_fdt_xchg(fd, s);
 	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
@@ -765,17 +806,17 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	give(s);
 }
 
-bool msq_fds_smaller_than(int fd, uint64_t bytes)
+bool msq_fds_at_least(int fd, uint64_t bytes)
 {
 	struct msq_fd *s;
-	bool small = false;
+	bool large = false;
 
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED)
-		small = s->size < bytes;
+		large = s->size >= bytes;
 	urcu_bp_read_unlock();
-	return small;
+	return large;
 }
 
 /* Is fd managed for reading with RWF_DONTCACHE?  Classifies it first in
@@ -871,16 +912,29 @@ void msq_fds_advise(int fd, int advice)
 
 /* ---- fd lifetime ------------------------------------------------------- */
 
+/* Whether the last run of d is a stream to drop behind at close: one with
+ * a snapshot (what else was cached is unknown), and at least RUN_MIN long
+ * unless the program said NOREUSE.  A shorter run is a small file, which
+ * "all" mode leaves alone when reading: cp -r or tar -x of many small
+ * files would otherwise start the writeback of each one at its close, in
+ * the program's time (cp -r of 400 files took twice as long). */
+static bool stream_to_drop(const struct msq_fd *s, const struct dir *d)
+{
+	return d->started && d->snapping &&
+	       ((s->flags & F_NOREUSE) || d->next - d->run_start >= RUN_MIN);
+}
+
 /* Before fd is closed: a last drop of what its streams brought in. */
 static void final_drop(int fd, struct msq_fd *s)
 {
+	bool rd = managed_read(s) && stream_to_drop(s, &s->rd) && !s->dontcache;
+	bool wr = managed_write(s) && stream_to_drop(s, &s->wr) && s->wr.next > s->wr.done;
 	struct stat st;
 
-	if (s->inherited || !s->snap_ok || fstat(fd, &st) < 0 || st.st_dev != s->dev ||
-	    st.st_ino != s->ino)
+	if (!(rd || wr) || s->inherited || !s->snap_ok || fstat(fd, &st) < 0 ||
+	    st.st_dev != s->dev || st.st_ino != s->ino)
 		return;
-	/* Only runs with a snapshot: what else was cached is unknown. */
-	if (managed_read(s) && s->rd.started && s->rd.snapping && !s->dontcache) {
+	if (rd) {
 		off_t pos = sys_lseek_cur(fd);
 		uint64_t end = s->rd.next;
 
@@ -889,7 +943,7 @@ static void final_drop(int fd, struct msq_fd *s)
 		if (end > s->rd.done)
 			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
 	}
-	if (managed_write(s) && s->wr.started && s->wr.snapping && s->wr.next > s->wr.done)
+	if (wr)
 		/* Starts writeback of the tail and drops what is clean; dirty
 		 * pages stay (no fsync on the program's behalf). */
 		drop_range(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
@@ -901,8 +955,13 @@ void msq_fds_forget(int fd, bool drop)
 	struct msq_fd *s = msq_fdt_peek(fd);
 	MSQ_PROTECT_ERRNO;
 
-	if (!s || !msq_is_owner())
-		return; /* a vfork child closes its own fd, not the parent's */
+	if (!s)
+		return;
+	/* A vfork child closes its own fd, not the parent's: it leaves the
+	 * parent's state alone.  (An ignored fd's mark it may clear: the
+	 * parent then looks at the fd again.  That spares the getpid.) */
+	if (s != MSQ_FD_IGNORED && !msq_is_owner())
+		return;
 	if (s != MSQ_FD_IGNORED && drop && !__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
 		final_drop(fd, s);
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);

@@ -36,9 +36,9 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing) MSQ_HIDDEN;
  * in "all" mode); and that its filesystem refused it. */
 bool msq_fds_use_dontcache(int fd) MSQ_HIDDEN;
 void msq_fds_dontcache_refused(int fd) MSQ_HIDDEN;
-/* Whether fd is managed and its file was smaller than bytes when the read
+/* Whether fd is managed and its file was at least bytes long when the read
  * path first looked at it (lock-free). */
-bool msq_fds_smaller_than(int fd, uint64_t bytes) MSQ_HIDDEN;
+bool msq_fds_at_least(int fd, uint64_t bytes) MSQ_HIDDEN;
 /* The program advised fd (posix_fadvise succeeded). */
 void msq_fds_advise(int fd, int advice) MSQ_HIDDEN;
 /* fd is about to be closed or replaced: the last drop (if drop) and the

@@ -427,9 +427,10 @@ static bool may_split(int in, const int64_t *in_off, int out, const int64_t *out
 	struct statfs fs;
 	int64_t ipos, opos;
 
-	/* A file smaller than a piece when it was opened (most of those cp -r
-	 * copies) is copied whole, without a look. */
-	if (n <= PIECE || fl || msq_fds_smaller_than(in, PIECE))
+	/* Only a managed input file at least a piece long is worth it: a
+	 * smaller one (most of those cp -r copies) or one the read path
+	 * leaves alone is copied whole, without a look. */
+	if (n <= PIECE || fl || !msq_fds_at_least(in, PIECE))
 		return false;
 	if (fstat(in, &si) < 0 || fstat(out, &so) < 0 || !S_ISREG(si.st_mode))
 		return false;
@@ -456,7 +457,6 @@ static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, s
 {
 	ssize_t total = 0;
 
-	copy_classify(in, is_sendfile ? -1 : out);
 	if (n > RW_MAX)
 		n = RW_MAX;
 	do { /* at least one call: it reports bad fds even for n == 0 */
@@ -487,7 +487,6 @@ static ssize_t copy_whole(int in, int64_t *in_off, int out, int64_t *out_off, si
 {
 	ssize_t rc;
 
-	copy_classify(in, is_sendfile ? -1 : out);
 	rc = is_sendfile ? call_sendfile(out, in, in_off, n) : call_cfr(in, in_off, out, out_off, n, fl);
 	if (rc > 0) {
 		MSQ_PROTECT_ERRNO;
@@ -505,7 +504,9 @@ static ssize_t copy_managed(int in, int64_t *in_off, int out, int64_t *out_off, 
 
 	MSQ_ENTER();
 	/* (No owner check: a vfork child that copies anyway gets the one
-	 * call's result either way.) */
+	 * call's result either way.)  Classified before the call: its
+	 * snapshot sees what was cached before. */
+	copy_classify(in, is_sendfile ? -1 : out);
 	if (may_split(in, in_off, out, out_off, n, fl, is_sendfile))
 		rc = copy_pieces(in, in_off, out, out_off, n, fl, is_sendfile);
 	else
