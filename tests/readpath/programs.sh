@@ -1,7 +1,7 @@
 #!/bin/sh
 # Real streaming programs under libmadvseq: cat, cp, sha256sum (advised
 # mode: they call posix_fadvise(SEQUENTIAL)), dd, tar, rsync (all mode:
-# they give no advice).  A cold file streamed leaves at most lag + 4 MiB
+# they give no advice), and madvseq run's default (all).  A cold file streamed leaves at most lag + 4 MiB
 # cached; a file cached before stays cached; copies are byte-identical;
 # MADVSEQ_READ=off behaves as without the shim.
 #   programs.sh advised|all   (two halves, each well under 20 s)
@@ -55,6 +55,25 @@ for w in cp dd; do
 	else fail "$w (all) write-behind: $(mib "$c") of the copy cached"; fi
 	same "$w (all)" "$WORK/$w"
 done
+
+# madvseq run without --read manages every stream: tar (no advice) and
+# cp's output.  (Under the sanitizers the wrapper is not used: it cannot
+# put their runtimes first.)
+if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
+	run_default() { env -u MADVSEQ_READ MADVSEQ_LIBRARY="$MADVSEQ_LIB" sh "$MADVSEQ_WRAPPER" run -- "$@"; }
+	evict "$SRC"
+	run_default sh -c 'tar -C "$1" -cf - src | cat > /dev/null' sh "$WORK" ||
+		fail "madvseq run -- tar: exit status $?"
+	expect_streamed "$SRC" "madvseq run (default --read) -- tar"
+	rm -f "$WORK/cp-default"
+	evict "$SRC"
+	run_default cp "$SRC" "$WORK/cp-default" || fail "madvseq run -- cp: exit status $?"
+	expect_streamed "$SRC" "madvseq run (default --read) -- cp: source"
+	c=$(cached "$WORK/cp-default")
+	if [ "$c" -le $((LAG * 4)) ]; then ok "madvseq run -- cp: $(mib "$c") of the copy cached"
+	else fail "madvseq run -- cp: $(mib "$c") of the copy cached"; fi
+	same "madvseq run -- cp" "$WORK/cp-default"
+fi
 finish
 fi
 
