@@ -629,8 +629,10 @@ static bool may_write(int fd, const struct stat *st, int fl)
  * says NOREUSE (a run that short drops nothing, and cp -r or tar of many
  * small files would pay the classification for nothing; cp advises
  * SEQUENTIAL for each), and, in "all" mode, files opened for reading and
- * writing unless advised (databases: what they write they read again, and
- * random access has no cursor to drop behind).
+ * writing that hold data unless advised (databases: what they write they
+ * read again, and random access has no cursor to drop behind).  An empty
+ * one is a new output (rsync writes its copy into a temporary file opened
+ * read-write), managed like a write-only one.
  */
 static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
 {
@@ -638,7 +640,7 @@ static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
 		return false;
 	if ((fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN)
 		return true; /* SEQUENTIAL too: cp advises it for every file */
-	return (fl & O_ACCMODE) == O_RDWR && !(extra & F_SEQ);
+	return (fl & O_ACCMODE) == O_RDWR && !(extra & F_SEQ) && st->st_size > 0;
 }
 
 /*

@@ -73,6 +73,16 @@ if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
 	if [ "$c" -le $((LAG * 4)) ]; then ok "madvseq run -- cp: $(mib "$c") of the copy cached"
 	else fail "madvseq run -- cp: $(mib "$c") of the copy cached"; fi
 	same "madvseq run -- cp" "$WORK/cp-default"
+	# rsync writes into a temporary file opened read-write, then renames it.
+	rm -f "$WORK/rsync-default"
+	evict "$SRC"
+	run_default rsync --whole-file "$SRC" "$WORK/rsync-default" ||
+		fail "madvseq run -- rsync: exit status $?"
+	expect_streamed "$SRC" "madvseq run (default --read) -- rsync: source"
+	c=$(cached "$WORK/rsync-default")
+	if [ "$c" -le $((LAG * 4)) ]; then ok "madvseq run -- rsync: $(mib "$c") of the copy cached"
+	else fail "madvseq run -- rsync: $(mib "$c") of the copy cached"; fi
+	same "madvseq run -- rsync" "$WORK/rsync-default"
 fi
 finish
 fi
