@@ -22,6 +22,12 @@ stream() { # WHAT MODE COMMAND...: cold run, then warm run
 	expect_whole "$SRC" "$what (cached before)"
 }
 
+copy_left() { # WHAT COPY: a written copy leaves at most 4 lags cached
+	c=$(cached "$2")
+	if [ "$c" -le $((LAG * 4)) ]; then ok "$1: $(mib "$c") of the copy cached"
+	else fail "$1: $(mib "$c") of the copy cached"; fi
+}
+
 same() { # WHAT FILE
 	if [ "$(sha256sum < "$2")" = "$SUM" ]; then ok "$1: output identical"
 	else fail "$1: output differs"; fi
@@ -50,9 +56,7 @@ for w in cp dd; do
 	if [ $w = cp ]; then shim MADVSEQ_READ=all cp "$SRC" "$WORK/$w"
 	else shim MADVSEQ_READ=all dd if="$SRC" of="$WORK/$w" bs=1M status=none; fi || fail "$w (all): exit status"
 	expect_streamed "$SRC" "$w (all) source"
-	c=$(cached "$WORK/$w")
-	if [ "$c" -le $((LAG * 4)) ]; then ok "$w (all) write-behind: $(mib "$c") of the copy cached"
-	else fail "$w (all) write-behind: $(mib "$c") of the copy cached"; fi
+	copy_left "$w (all) write-behind" "$WORK/$w"
 	same "$w (all)" "$WORK/$w"
 done
 
@@ -69,9 +73,7 @@ if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
 	evict "$SRC"
 	run_default cp "$SRC" "$WORK/cp-default" || fail "madvseq run -- cp: exit status $?"
 	expect_streamed "$SRC" "madvseq run (default --read) -- cp: source"
-	c=$(cached "$WORK/cp-default")
-	if [ "$c" -le $((LAG * 4)) ]; then ok "madvseq run -- cp: $(mib "$c") of the copy cached"
-	else fail "madvseq run -- cp: $(mib "$c") of the copy cached"; fi
+	copy_left "madvseq run -- cp" "$WORK/cp-default"
 	same "madvseq run -- cp" "$WORK/cp-default"
 	# rsync writes into a temporary file opened read-write, then renames it.
 	rm -f "$WORK/rsync-default"
@@ -79,9 +81,7 @@ if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
 	run_default rsync --whole-file "$SRC" "$WORK/rsync-default" ||
 		fail "madvseq run -- rsync: exit status $?"
 	expect_streamed "$SRC" "madvseq run (default --read) -- rsync: source"
-	c=$(cached "$WORK/rsync-default")
-	if [ "$c" -le $((LAG * 4)) ]; then ok "madvseq run -- rsync: $(mib "$c") of the copy cached"
-	else fail "madvseq run -- rsync: $(mib "$c") of the copy cached"; fi
+	copy_left "madvseq run -- rsync" "$WORK/rsync-default"
 	same "madvseq run -- rsync" "$WORK/rsync-default"
 fi
 finish
