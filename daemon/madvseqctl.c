@@ -17,6 +17,8 @@
 
 #include <madvseq/protocol.h>
 
+#include "../common/client.h"
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: madvseqctl [-s SOCKET] status [--format=text|json]\n"
@@ -52,32 +54,6 @@ static FILE *open_atomic(const char *path, char *tmp, size_t len)
 		return NULL;
 	}
 	return f;
-}
-
-static int xsend(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
-{
-	struct msq_msg_hdr *h = m;
-
-	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, seq };
-	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -errno;
-}
-
-static int xrecv(int fd, void *buf, size_t len, uint32_t seq)
-{
-	struct timeval tv = { 10, 0 };
-	const struct msq_msg_hdr *h = buf;
-	ssize_t n;
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = recv(fd, buf, len, 0);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(*h) || h->magic != MSQ_PROTO_MAGIC || h->size != (uint32_t)n ||
-	    h->seq != seq)
-		return -EBADMSG;
-	if (h->type == MSQ_MSG_ERROR && (size_t)n == sizeof(struct msq_msg_error))
-		return ((const struct msq_msg_error *)buf)->status;
-	return (int)n;
 }
 
 int main(int argc, char **argv)
@@ -156,13 +132,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "madvseqctl: cannot reach madvseqd at %s: %s\n", sock, strerror(errno));
 		return 1;
 	}
-	if ((rc = xsend(fd, &hello, MSQ_MSG_HELLO, sizeof(hello), 1)) < 0 ||
-	    (rc = xrecv(fd, buf, sizeof(buf), 1)) < 0)
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 10, 0 }, sizeof(struct timeval));
+	if ((rc = msq_client_send(fd, &hello, MSQ_MSG_HELLO, sizeof(hello), 1)) < 0 ||
+	    (rc = msq_client_recv(fd, buf, sizeof(buf), 1)) < 0)
 		goto fail;
 	if (stats)
-		rc = xsend(fd, &req, MSQ_MSG_STATS, sizeof(req), 2);
+		rc = msq_client_send(fd, &req, MSQ_MSG_STATS, sizeof(req), 2);
 	else
-		rc = xsend(fd, &req, MSQ_MSG_STATUS, sizeof(struct msq_msg_hdr), 2);
+		rc = msq_client_send(fd, &req, MSQ_MSG_STATUS, sizeof(struct msq_msg_hdr), 2);
 	if (rc < 0)
 		goto fail;
 	if (output && !(out = open_atomic(output, tmp, sizeof(tmp)))) {
@@ -173,12 +150,8 @@ int main(int argc, char **argv)
 	for (;;) {
 		const struct msq_msg_text *t = (const void *)buf;
 
-		if ((rc = xrecv(fd, buf, sizeof(buf), 2)) < 0)
+		if ((rc = msq_client_recv_text(fd, buf, sizeof(buf), 2)) < 0)
 			goto fail;
-		if (t->h.type != MSQ_MSG_TEXT || (size_t)rc != sizeof(*t) + t->length) {
-			rc = -EBADMSG;
-			goto fail;
-		}
 		fwrite(t->data, 1, t->length, out);
 		if (t->flags & MSQ_TEXT_END)
 			break;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what libmadvseq needs to build, test and benchmark on Debian 12.
-# Idempotent: packages already present are not fetched again.
+# Installs what libmadvseq needs to build, test and benchmark on Debian 12,
+# and the Debian packages named as arguments (scripts/bench-deps.sh passes
+# its own).  Idempotent: packages already present are not fetched again.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburcu-dev libfiu-dev fiu-utils libinih-dev libsystemd-dev
@@ -10,7 +11,8 @@ pkgs=(build-essential meson ninja-build pkg-config
       python3.11 libpython3.11-testsuite git sqlite3 gzip xz-utils zstd bzip2 perl
       make nodejs openjdk-17-jdk-headless
       # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests
-      clang libclang-rt-dev strace)
+      clang libclang-rt-dev strace
+      "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -9,31 +9,8 @@
 
 #include <madvseq/protocol.h>
 
+#include "../common/client.h"
 #include "helper.h"
-
-static int xsend(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
-{
-	struct msq_msg_hdr *h = m;
-
-	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, seq };
-	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -errno;
-}
-
-/* Returns the message length, or -errno (-EBADMSG: not the answer). */
-static int xrecv(int fd, void *buf, size_t len, uint32_t seq)
-{
-	const struct msq_msg_hdr *h = buf;
-	ssize_t n = recv(fd, buf, len, 0);
-
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(*h) || h->magic != MSQ_PROTO_MAGIC || h->size != (uint32_t)n ||
-	    h->seq != seq)
-		return -EBADMSG;
-	if (h->type == MSQ_MSG_ERROR && (size_t)n == sizeof(struct msq_msg_error))
-		return ((const struct msq_msg_error *)buf)->status;
-	return (int)n;
-}
 
 char *msq_daemon_status_json(const char *sock)
 {
@@ -56,19 +33,15 @@ char *msq_daemon_status_json(const char *sock)
 		return NULL;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    (rc = xsend(fd, &hello, MSQ_MSG_HELLO, sizeof(hello), 1)) < 0 ||
-	    (rc = xrecv(fd, buf, sizeof(buf), 1)) < 0 ||
-	    (rc = xsend(fd, &req, MSQ_MSG_STATS, sizeof(req), 2)) < 0)
+	    (rc = msq_client_send(fd, &hello, MSQ_MSG_HELLO, sizeof(hello), 1)) < 0 ||
+	    (rc = msq_client_recv(fd, buf, sizeof(buf), 1)) < 0 ||
+	    (rc = msq_client_send(fd, &req, MSQ_MSG_STATS, sizeof(req), 2)) < 0)
 		goto fail;
 	for (;;) {
 		const struct msq_msg_text *t = (const void *)buf;
 
-		if ((rc = xrecv(fd, buf, sizeof(buf), 2)) < 0)
+		if ((rc = msq_client_recv_text(fd, buf, sizeof(buf), 2)) < 0)
 			goto fail;
-		if (t->h.type != MSQ_MSG_TEXT || (size_t)rc != sizeof(*t) + t->length) {
-			rc = -EBADMSG;
-			goto fail;
-		}
 		if (!(o = realloc(out, len + t->length + 1))) {
 			rc = -ENOMEM;
 			goto fail;

@@ -52,13 +52,7 @@ def phase(h, a, variant):
     if left:
         log("warning: %s of the file still cached" % B.fmt_bytes(left))
     prog = os.path.join(h.scratch, "churn.progress")
-    open(prog, "w").close()
-
-    def progress():
-        try:
-            return int(open(prog).read() or 0)
-        except (OSError, ValueError):
-            return None
+    progress = B.progress_counter(prog)
     hd = h.start_daemon(variant, tag)
     m = B.Meter(h)
     log("phase %s" % B.LABELS[variant])

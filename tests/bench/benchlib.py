@@ -1,7 +1,7 @@
 """Shared pieces of the real-server benchmarks (pg_backup.py, kv_backup.py,
 loader.py, anon_churn.py); see tests/bench/README.md.
 
-The page-cache, cgroup and daemon helpers are interference.py's own,
+The page-cache, cgroup, process and daemon helpers are interference.py's own,
 imported as they are, so both measure the same way.  What is added here:
 
   Harness   the memory cgroup of the scenario, a second one for the
@@ -18,7 +18,6 @@ imported as they are, so both measure the same way.  What is added here:
 """
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,7 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interference import (KiB, MiB, GiB, Cgroup, cached_bytes, evict, fmt_bytes,  # noqa: E402,F401
-                          log, parse_size, start_daemon, stop_daemon)
+                          kill_procs, log, parse_size, rmdir_cgroup, run_interruptible,
+                          start_daemon, stop_daemon)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -97,8 +97,9 @@ def machine_busy_s():
     return (user + nice + system + irq + softirq + steal) / HZ
 
 
-def kswapd_s():
-    tot = 0
+def proc_stats():
+    """(pid, text of /proc/PID/stat) of every process; one that exits while
+    it is listed is left out."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -106,6 +107,12 @@ def kswapd_s():
             st = open("/proc/%s/stat" % d).read()
         except OSError:
             continue
+        yield int(d), st
+
+
+def kswapd_s():
+    tot = 0
+    for _, st in proc_stats():
         comm = st[st.index("(") + 1:st.rindex(")")]
         if comm.startswith("kswapd"):
             f = st.rsplit(")", 1)[1].split()
@@ -171,17 +178,8 @@ class CpuAcct:
         return tot
 
     def destroy(self):
-        if not self.path:
-            return
-        for _ in range(50):
-            try:
-                os.rmdir(self.path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-        log("could not remove %s" % self.path)
+        if self.path:
+            rmdir_cgroup(self.path)
 
 
 class Meter:
@@ -234,6 +232,20 @@ def wait_ready(progress, proc, timeout=120):
             return
         time.sleep(0.1)
     raise RuntimeError("victim did no work in %ds" % timeout)
+
+
+def progress_counter(path):
+    """Creates the empty file PATH in which a victim program keeps its count
+    of work done; returns the function that reads it (None until it holds a
+    number)."""
+    open(path, "w").close()
+
+    def progress():
+        try:
+            return int(open(path).read() or 0)
+        except (OSError, ValueError):
+            return None
+    return progress
 
 
 def files_under(paths):
@@ -383,6 +395,15 @@ class Harness:
             env["MADVSEQ_SOCKET"] = os.path.join(self.a.log_dir, "madvseqd.sock")
         return argv, env, None
 
+    def stream(self, variant, argv, env, tag, what):
+        """Runs a phase's streaming process to its end in the variant's
+        cgroup, its stderr in TAG.stderr; raises when it fails."""
+        errp = os.path.join(self.a.log_dir, tag + ".stderr")
+        with open(errp, "w") as err:
+            rc = self.spawn(argv, env=env, cg=self.stream_cg(variant), stderr=err).wait()
+        if rc:
+            raise RuntimeError("%s exited %d: %s" % (what, rc, open(errp).read()[-500:]))
+
     def start_daemon(self, variant, tag):
         """madvseqd on a private socket, its configuration covering only the
         scenario's cgroup; it is counted in the benchmark's CPU."""
@@ -407,17 +428,7 @@ class Harness:
         return st
 
     def kill_all(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    p.kill()
-                except OSError:
-                    pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except Exception:
-                pass
+        kill_procs(self.procs)
         self.procs = []
 
     def close(self):
@@ -442,31 +453,16 @@ class Harness:
 def main_wrapper(a, name, body):
     """Runs body(h) with the harness, cleans up on exit, errors, Ctrl-C and
     SIGTERM; returns the exit status."""
-    stopping = []
+    harness = []
 
-    def on_signal(sig, frame):
-        if stopping:
-            return
-        stopping.append(sig)
-        raise KeyboardInterrupt("signal %d" % sig)
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-    h = None
-    rc = 0
-    try:
-        h = Harness(a, name)
-        body(h)
-    except KeyboardInterrupt:
-        log("interrupted; cleaning up")
-        rc = 130
-    finally:
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)
-        if h:
+    def work():
+        harness.append(Harness(a, name))
+        body(harness[0])
+
+    def cleanup():
+        for h in harness:
             h.close()
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, signal.SIG_DFL)
-    return rc
+    return run_interruptible(work, cleanup)
 
 
 # --------------------------------------------------------------------------

@@ -79,7 +79,7 @@ static void child(const char *file, int regions, int ready)
 		fprintf(stderr, "daemon_scale: pid %d: cannot connect: %s\n", (int)getpid(), strerror(errno));
 		_exit(1);
 	}
-	if (msq_test_send(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0) {
+	if (msq_client_send(s, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 || recv(s, buf, sizeof(buf), 0) <= 0) {
 		fprintf(stderr, "daemon_scale: pid %d: no welcome\n", (int)getpid());
 		_exit(1);
 	}
@@ -95,7 +95,7 @@ static void child(const char *file, int regions, int ready)
 
 		if (p == MAP_FAILED || madvise(p, REGION, MADV_SEQUENTIAL) < 0)
 			_exit(1);
-		if (msq_test_send(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
+		if (msq_client_send(s, &r, MSQ_MSG_REGISTER, sizeof(r), (uint32_t)i + 2) < 0 ||
 		    recv(s, &res, sizeof(res), 0) != sizeof(res) || res.status != 0) {
 			fprintf(stderr, "daemon_scale: pid %d: region %d not registered: %s\n",
 				(int)getpid(), i, res.status ? strerror(-res.status) : strerror(errno));

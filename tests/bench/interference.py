@@ -145,6 +145,67 @@ def evict(path, tries=5):
 # Memory cgroup: v1 (memory.limit_in_bytes, memory.stat cache) or v2
 # (memory.max, memory.stat file), created under our own cgroup.
 
+def kill_procs(procs):
+    """Kills the processes (subprocess.Popen) still running and reaps them
+    all, waiting at most 5 s for each."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.kill()
+            except OSError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+
+
+def run_interruptible(work, cleanup):
+    """Runs work(), then cleanup() with Ctrl-C, SIGTERM and SIGHUP ignored.
+    The first of those signals interrupts work(); later ones do nothing (a
+    terminal's Ctrl-C reaches us and a wrapper's SIGTERM may follow: the
+    second must not interrupt the cleanup).  Returns 0, or 130 when
+    interrupted; other exceptions pass through after the cleanup."""
+    stopping = []
+
+    def on_signal(sig, frame):
+        if stopping:
+            return
+        stopping.append(sig)
+        raise KeyboardInterrupt("signal %d" % sig)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    rc = 0
+    try:
+        work()
+    except KeyboardInterrupt:
+        log("interrupted; cleaning up")
+        rc = 130
+    finally:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        cleanup()
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+    return rc
+
+
+def rmdir_cgroup(path):
+    """Removes the cgroup directory PATH, retrying for 5 s while the kernel
+    still counts processes that were just killed in it; logs when it
+    cannot."""
+    for _ in range(50):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    log("could not remove cgroup %s" % path)
+
+
 class Cgroup:
     def __init__(self, name, limit, parent=None):
         self.version, base = self._detect(parent)
@@ -247,15 +308,7 @@ class Cgroup:
                 except ProcessLookupError:
                     pass
             time.sleep(0.1)
-        for _ in range(50):
-            try:
-                os.rmdir(self.path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-        log("could not remove cgroup %s" % self.path)
+        rmdir_cgroup(self.path)
 
 
 # --------------------------------------------------------------------------
@@ -540,17 +593,7 @@ class Bench:
         return p
 
     def kill_all(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    p.kill()
-                except OSError:
-                    pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except Exception:
-                pass
+        kill_procs(self.procs)
         self.procs = []
 
     def prepare(self):
@@ -1097,20 +1140,7 @@ def main():
 
     b = Bench(a)
 
-    stopping = []
-
-    def on_signal(sig, frame):
-        # Once: a terminal's Ctrl-C reaches us and a wrapper's SIGTERM may
-        # follow; the second must not interrupt the cleanup.
-        if stopping:
-            return
-        stopping.append(sig)
-        raise KeyboardInterrupt("signal %d" % sig)
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-
-    rc = 0
-    try:
+    def work():
         if not a.cost_only:
             b.cg = Cgroup("madvseq-bench-%d" % os.getpid(), a.limit, a.cgroup_parent)
             log("cgroup v%d %s, limit %s; data in %s" % (b.cg.version, b.cg.path, fmt_bytes(a.limit), a.data_dir))
@@ -1125,12 +1155,8 @@ def main():
         if not a.no_cost:
             b.cost()
         report(b)
-    except KeyboardInterrupt:
-        log("interrupted; cleaning up")
-        rc = 130
-    finally:
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)
+
+    def cleanup():
         b.kill_all()
         if b.cg:
             b.cg.destroy()
@@ -1153,9 +1179,7 @@ def main():
                 os.rmdir(a.data_dir)
             except OSError:
                 pass
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, signal.SIG_DFL)
-    return rc
+    return run_interruptible(work, cleanup)
 
 
 if __name__ == "__main__":

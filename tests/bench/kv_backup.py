@@ -93,14 +93,8 @@ def phase(h, a, kind, variant):
     h.run(["sh", "-c", 'cat "$1"/* > /dev/null', "sh", a.db])      # warm, charged to the cgroup
     res["victim_bytes"] = B.cached_sum(a.db_files)
     prog = os.path.join(h.scratch, "victim.progress")
-    open(prog, "w").close()
+    progress = B.progress_counter(prog)
     vout = os.path.join(a.log_dir, tag + ".victim.json")
-
-    def progress():
-        try:
-            return int(open(prog).read() or 0)
-        except (OSError, ValueError):
-            return None
     hd = h.start_daemon(variant, tag)
     m = B.Meter(h)
     log("phase %s %s" % (kind or "", B.LABELS[variant]))
@@ -113,12 +107,7 @@ def phase(h, a, kind, variant):
         smp.start()
         t0 = time.monotonic()
         if argv:
-            errp = os.path.join(a.log_dir, tag + ".stderr")
-            with open(errp, "w") as err:
-                s = h.spawn(argv, env=env, cg=h.stream_cg(variant), stderr=err)
-                rc = s.wait()
-            if rc:
-                raise RuntimeError("%s exited %d: %s" % (kind, rc, open(errp).read()[-500:]))
+            h.stream(variant, argv, env, tag, kind)
         else:
             time.sleep(a.alone_seconds)
         t1 = time.monotonic()

@@ -58,14 +58,11 @@ def tree_syscr(pid):
     """read syscalls of pid and its children: fio's job process does the
     reads, one per 4 KiB."""
     tot = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    for p, st in B.proc_stats():
         try:
-            st = open("/proc/%s/stat" % d).read()
-            if int(d) != pid and int(st.rsplit(")", 1)[1].split()[1]) != pid:
+            if p != pid and int(st.rsplit(")", 1)[1].split()[1]) != pid:
                 continue
-            for line in open("/proc/%s/io" % d):
+            for line in open("/proc/%d/io" % p):
                 if line.startswith("syscr:"):
                     tot += int(line.split()[1])
         except (OSError, ValueError, IndexError):
@@ -116,14 +113,9 @@ def phase(h, a, kind, variant):
         smp.start()
         t0 = time.monotonic()
         if argv:
-            errp = os.path.join(a.log_dir, tag + ".stderr")
-            with open(errp, "w") as err:
-                s = h.spawn(argv, env=env, cg=h.stream_cg(variant), stderr=err)
-                rc = s.wait()
+            h.stream(variant, argv, env, tag, kind)
             t1 = time.monotonic()
             v.send_signal(signal.SIGINT)
-            if rc:
-                raise RuntimeError("%s exited %d: %s" % (kind, rc, open(errp).read()[-500:]))
         v.wait(timeout=120)
         t1 = time.monotonic() if not argv else t1
         res["samples"] = smp.stop()

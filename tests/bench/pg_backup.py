@@ -78,14 +78,11 @@ class Cluster:
     def children(self):
         """(pid, title) of the postmaster's children."""
         out = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
+        for pid, st in B.proc_stats():
             try:
-                st = open("/proc/%s/stat" % d).read()
                 if int(st.rsplit(")", 1)[1].split()[1]) != self.postmaster:
                     continue
-                out.append((int(d), open("/proc/%s/cmdline" % d).read().replace("\0", " ").strip()))
+                out.append((pid, open("/proc/%d/cmdline" % pid).read().replace("\0", " ").strip()))
             except (OSError, ValueError, IndexError):
                 continue
         return out

@@ -15,13 +15,7 @@
 
 #include <madvseq/protocol.h>
 
-static int msq_test_send(int fd, void *m, uint16_t type, uint32_t size, uint32_t seq)
-{
-	struct msq_msg_hdr *h = m;
-
-	*h = (struct msq_msg_hdr){ MSQ_PROTO_MAGIC, MSQ_PROTO_VERSION, type, size, seq };
-	return send(fd, m, size, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
-}
+#include "../../common/client.h"
 
 static char *msq_test_status(int fd, int timeout_ms)
 {
@@ -36,9 +30,9 @@ static char *msq_test_status(int fd, int timeout_ms)
 	if (fd < 0)
 		return NULL;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (msq_test_send(fd, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 ||
+	if (msq_client_send(fd, &h, MSQ_MSG_HELLO, sizeof(h), 1) < 0 ||
 	    recv(fd, buf, sizeof(buf), 0) <= 0 ||
-	    msq_test_send(fd, &s, MSQ_MSG_STATUS, sizeof(s), 2) < 0) {
+	    msq_client_send(fd, &s, MSQ_MSG_STATUS, sizeof(s), 2) < 0) {
 		close(fd);
 		return NULL;
 	}

@@ -637,15 +637,7 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 conf += "discover = yes\n"
             if gate:
                 conf += "pressure = 95%\n"  # 256M of a 1G limit never gets there
-            prefix = []
-            if faults:
-                if os.environ.get("MADVSEQ_FIU") != "1":
-                    skip("fault points are compiled out (configure with -Dfiu=enabled)")
-                if subprocess.run(["sh", "-c", "command -v fiu-run"], stdout=subprocess.PIPE).returncode:
-                    skip("fiu-run (fiu-utils) not installed")
-                prefix = ["fiu-run", "-f", ""]
-                for c in faults:
-                    prefix += ["-c", c]
+            prefix = fiu_prefix(*faults) if faults else []
             d = Daemon(wd.path, conf, prefix=prefix)
             evict(data)
             stats = os.path.join(wd.path, "shim.stats")
@@ -1193,14 +1185,16 @@ def mapping_rss(pid, addr):
     return None
 
 
-def fiu_prefix(*points):
+def fiu_prefix(*commands):
+    """fiu-run with its control commands ("enable name=POINT", ...) before
+    the daemon's command; skips the case where that cannot run."""
     if os.environ.get("MADVSEQ_FIU") != "1":
         skip("fault points are compiled out (configure with -Dfiu=enabled)")
     if subprocess.run(["sh", "-c", "command -v fiu-run"], stdout=subprocess.PIPE).returncode:
         skip("fiu-run (fiu-utils) not installed")
     prefix = ["fiu-run", "-f", ""]
-    for p in points:
-        prefix += ["-c", "enable name=" + p]
+    for c in commands:
+        prefix += ["-c", c]
     return prefix
 
 
@@ -1223,6 +1217,18 @@ def after_attack(d, what, rss, pid=None):
     check(d.alive(), "the daemon is still running")
 
 
+def finish_attack(d, what, rss, *procs):
+    """The end of an attack case: the attack's processes killed and reaped,
+    root's status and the daemon's RSS judged (after_attack), the daemon
+    stopped, the verdict given."""
+    for p in procs:
+        p.kill()
+        p.wait()
+    after_attack(d, what, rss)
+    d.stop()
+    done()
+
+
 def case_attack(what):
     need_root()
     with Workdir("attack-" + what) as wd:
@@ -1236,9 +1242,9 @@ def case_attack(what):
             # No descriptor held for the region: the path is all there is.
             prefix = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2,statfs,stat,newfstatat,"
                       "readlink,execve", "-o", os.path.join(wd.path, "strace.log")] + \
-                fiu_prefix("madvseq/daemon/proc/map_files")
+                fiu_prefix("enable name=madvseq/daemon/proc/map_files")
         if what == "pid-reuse-nopeerpidfd":
-            prefix = fiu_prefix("madvseq/daemon/socket/peerpidfd")
+            prefix = fiu_prefix("enable name=madvseq/daemon/socket/peerpidfd")
         conf += "[/*]\nmode = pageout\n"
         d = Daemon(wd.path, conf, prefix=prefix)
         dpid = d.pid
@@ -1274,9 +1280,7 @@ def case_attack(what):
                 ms = status_ms(d.sock)
                 print("  root's status right after: %.1f ms" % ms if ms is not None else "  no status")
                 check(ms is not None and ms < STATUS_MS, "root's status answers in < %d ms" % STATUS_MS)
-            after_attack(d, what, rss)
-            d.stop()
-            done()
+            finish_attack(d, what, rss)
         if what == "exec-setuid":
             return attack_exec_setuid(wd, d, h, rss)
         if what == "pid-reuse-nopeerpidfd":
@@ -1300,9 +1304,7 @@ def case_attack(what):
             rss = RssWatch(dpid)
             p.stdin.close()
             p.wait()
-            after_attack(d, what, rss)
-            d.stop()
-            done()
+            finish_attack(d, what, rss)
         p = subprocess.run(NOBODY + [h, d.sock, what] + extra, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=300)
         print(p.stdout.strip())
@@ -1355,11 +1357,7 @@ def attack_exec_setuid(wd, d, h, rss):
     check("REGISTER of its mapping -> Operation not permitted" in out, "REGISTER aimed at it: EPERM")
     check("UNREGISTER FINAL -> Operation not permitted" in out, "UNREGISTER FINAL aimed at it: EPERM")
     check(rss_after == length, "its Rss is unchanged")
-    p.kill()
-    p.wait()
-    after_attack(d, "exec-setuid", rss)
-    d.stop()
-    done()
+    finish_attack(d, "exec-setuid", rss, p)
 
 
 def attack_pid_reuse(wd, d, h, rss):
@@ -1419,11 +1417,7 @@ def attack_pid_reuse(wd, d, h, rss):
     check("welcomed" not in child_out or ("accepted" not in child_out),
           "REGISTER / UNREGISTER FINAL aimed at the reused pid were not accepted")
     check(after == before, "its Rss is unchanged")
-    victim.kill()
-    victim.wait()
-    after_attack(d, "pid-reuse-nopeerpidfd", rss)
-    d.stop()
-    done()
+    finish_attack(d, "pid-reuse-nopeerpidfd", rss, victim)
 
 
 def attack_symlink_swap(wd, d, h, rss):
