@@ -24,7 +24,9 @@ char *msq_format_iec(uint64_t bytes, char *buf)
 		whole++;
 		tenths = 0;
 	}
-	snprintf(buf, MSQ_IEC_LEN, "%llu.%llu %ciB", (unsigned long long)whole,
-		 (unsigned long long)tenths, units[u]);
+	/* whole <= 1024 and tenths <= 9; the moduli only tell the compiler,
+	 * whose -O3 truncation warning cannot see it. */
+	snprintf(buf, MSQ_IEC_LEN, "%u.%u %ciB", (unsigned)(whole % 10000), (unsigned)(tenths % 10),
+		 units[u]);
 	return buf;
 }
