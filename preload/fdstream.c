@@ -481,6 +481,26 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 	return c;
 }
 
+/*
+ * A writer's last chunks, at close: drops those already clean (written back
+ * since write-behind started them) and leaves dirty ones to the kernel.
+ * fadvise(DONTNEED) would start their writeback first, in the program's
+ * time, and still not drop them: they are dirty until it completes.
+ */
+static void drop_clean(int fd, struct msq_fd *s, struct dir *d, uint64_t from, uint64_t to)
+{
+	for (uint64_t c = from; c < to; c += CHUNK) {
+		struct msq_cachestat_range r = { c, CHUNK };
+		struct msq_cachestat cs;
+
+		if (msq_extents_overlaps(&d->pre, c, c + CHUNK) || msq_cachestat(fd, &r, &cs) < 0 ||
+		    cs.nr_dirty || cs.nr_writeback || !cs.nr_cache)
+			continue;
+		if (sys_fadvise(fd, c, CHUNK, POSIX_FADV_DONTNEED) == 0)
+			count_advised(s, d, CHUNK);
+	}
+}
+
 /* The stream moved to [off, end): extend the snapshot, drop behind. */
 static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint64_t end,
 		    bool writing)
@@ -946,9 +966,7 @@ static void final_drop(int fd, struct msq_fd *s)
 			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
 	}
 	if (wr)
-		/* Starts writeback of the tail and drops what is clean; dirty
-		 * pages stay (no fsync on the program's behalf). */
-		drop_range(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
+		drop_clean(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
 }
 
 /* fd is about to be closed (or replaced by dup2): drop its state. */
