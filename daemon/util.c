@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -27,5 +28,5 @@ uint64_t msqd_now_ns(void)
 
 bool msqd_pidfd_alive(int pidfd)
 {
-	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno == EPERM;
 }

@@ -20,10 +20,12 @@ void msqd_closep(int *fd);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t msqd_now_ns(void);
 
-/* Whether the process behind pidfd has not exited yet (signal 0 through
- * pidfd_send_signal, which needs no permission on our own pidfds beyond
- * what kill(2) needs: root here).  Anything read from /proc/PID while
- * this says true was that process's, not a later one with its pid. */
+/* Whether the process behind pidfd has not exited yet: signal 0 through
+ * pidfd_send_signal, which finds the process before it checks the right
+ * to signal it.  So EPERM also means alive: the unit's bounding set has no
+ * CAP_KILL, and root without it may not signal another user's process.
+ * Anything read from /proc/PID while this says true was that process's,
+ * not a later one with its pid. */
 bool msqd_pidfd_alive(int pidfd);
 
 #endif

@@ -11,8 +11,8 @@
  *                 architecture, x32 included, is refused)
  *   -e ERRNO      SystemCallErrorNumber=: what the others return.  Without
  *                 it they kill the process (SIGSYS), systemd's default.
- *   -a FAMILY     RestrictAddressFamilies= with one family: socket() of
- *                 any other returns EAFNOSUPPORT
+ *   -a FAM,FAM,.. RestrictAddressFamilies= (an allow list, numbers):
+ *                 socket() of any other family returns EAFNOSUPPORT
  *   -w            MemoryDenyWriteExecute=yes: mmap() writable and
  *                 executable, mprotect()/pkey_mprotect() executable: EPERM
  *   -c CAP,CAP,.. CapabilityBoundingSet= (numbers; "-": none)
@@ -85,7 +85,7 @@ static int numbers(const char *s, long *out, int max)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: daemon-sandbox -s NR,... [-e ERRNO] [-a FAMILY] [-w] [-c CAP,...|-] [-n] "
+	fprintf(stderr, "usage: daemon-sandbox -s NR,... [-e ERRNO] [-a FAMILY,...] [-w] [-c CAP,...|-] [-n] "
 			"-- PROGRAM [ARG]...\n");
 	exit(2);
 }
@@ -94,17 +94,17 @@ int main(int argc, char **argv)
 {
 	static struct prog p;
 	static long nrs[MAX_INSNS / 2];
-	long caps[CAP_COUNT];
-	const char *allow = NULL, *capset = NULL;
-	long err = -1, family = -1;
+	long caps[CAP_COUNT], fams[8];
+	const char *allow = NULL, *capset = NULL, *famset = NULL;
+	long err = -1;
 	bool mdwe = false, nnp = false;
-	int n, ncaps = -1, opt;
+	int n, ncaps = -1, nfams = 0, opt;
 
 	while ((opt = getopt(argc, argv, "s:e:a:wc:n")) != -1) {
 		switch (opt) {
 		case 's': allow = optarg; break;
 		case 'e': err = strtol(optarg, NULL, 10); break;
-		case 'a': family = strtol(optarg, NULL, 10); break;
+		case 'a': famset = optarg; break;
 		case 'w': mdwe = true; break;
 		case 'c': capset = optarg; break;
 		case 'n': nnp = true; break;
@@ -123,6 +123,8 @@ int main(int argc, char **argv)
 		usage();
 	if (capset && !strcmp(capset, "-"))
 		ncaps = 0;
+	if (famset && (nfams = numbers(famset, fams, 8)) <= 0)
+		usage();
 
 	/* The architecture first: numbers mean nothing across them. */
 	emit(&p, STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
@@ -132,10 +134,13 @@ int main(int argc, char **argv)
 	/* x32 calls are x86-64 numbers with bit 30 set: another ABI */
 	emit(&p, JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1));
 	emit(&p, RET(err > 0 ? SECCOMP_RET_ERRNO | (unsigned)err : SECCOMP_RET_KILL_PROCESS));
-	if (family >= 0) {
-		emit(&p, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3));
+	if (nfams > 0) {
+		/* socket(): each allowed family jumps to the reload of the
+		 * number; falling through all of them is EAFNOSUPPORT. */
+		emit(&p, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, (unsigned)nfams + 2));
 		emit(&p, LOAD_ARG(0));
-		emit(&p, JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)family, 1, 0));
+		for (int i = 0; i < nfams; i++)
+			emit(&p, JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)fams[i], (unsigned)(nfams - i), 0));
 		emit(&p, RET(SECCOMP_RET_ERRNO | EAFNOSUPPORT));
 		emit(&p, LOAD_NR);
 	}

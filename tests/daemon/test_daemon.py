@@ -89,7 +89,9 @@ class Daemon:
             f.write(conf)
         self.sandboxed = os.environ.get("MADVSEQD_SANDBOX") == "unit"
         if self.sandboxed:
-            prefix = unit_sandbox_prefix() + list(prefix)
+            # Innermost, right before the daemon: what wraps it (strace,
+            # fiu-run) works as it does for the unit's ExecStart, outside.
+            prefix = list(prefix) + unit_sandbox_prefix()
         # MADVSEQ_STRACE=DIR: every daemon runs under strace, its file
         # system calls logged to DIR (see the attack cases).
         trace = os.environ.get("MADVSEQ_STRACE")
@@ -128,7 +130,7 @@ class Daemon:
         for _ in range(200):
             if os.path.exists(self.sock) and self.ctl("status", check_rc=False).returncode == 0:
                 if self.sandboxed:
-                    st = open("/proc/%d/status" % self.p.pid).read()
+                    st = open("/proc/%d/status" % self.pid).read()
                     if not re.search(r"^Seccomp:\s+2$", st, re.M):
                         raise SystemExit("FAIL: the daemon runs without the unit's seccomp filter")
                 return

@@ -134,9 +134,10 @@ def prefix(unit, sandbox):
         cmd += ["-e", str(errnos[name])]
     fams = " ".join(s.get("RestrictAddressFamilies", [])).split()
     if fams:
-        if len(fams) != 1 or fams[0].startswith("~"):
-            raise ValueError("only RestrictAddressFamilies= with one family is emulated")
-        cmd += ["-a", str(_defines("sys/socket.h", "")[fams[0]])]
+        if any(f.startswith("~") for f in fams) or len(fams) > 8:
+            raise ValueError("only RestrictAddressFamilies= allow lists (up to 8) are emulated")
+        socket_h = _defines("sys/socket.h", "")
+        cmd += ["-a", ",".join(str(socket_h[f]) for f in fams)]
     if s.get("MemoryDenyWriteExecute", ["no"])[-1] == "yes":
         cmd.append("-w")
     if "CapabilityBoundingSet" in s:
