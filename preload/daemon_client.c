@@ -153,18 +153,25 @@ static void try_connect(void)
 	if (MSQ_FAULT("madvseq/daemon/client/connect"))
 		return;
 	strcpy(sa.sun_path, g.path);
+	/* Opened at a low number, then moved up: not while the program
+	 * dup2()s (locks.h); the backoff above tries again. */
+	if (!msq_lowfd_begin())
+		return;
 	fd = (int)MSQ_SYSCALL(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0) {
+		hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+		if (hfd >= 0) {
+			msq_sys_close(fd);
+			fd = hfd;
+		}
+	}
+	msq_lowfd_end();
 	if (fd < 0)
 		return;
 	/* Non-blocking: a full backlog fails at once (EAGAIN) instead of waiting. */
 	if (MSQ_SYSCALL(SYS_connect, fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		msq_sys_close(fd);
 		return;
-	}
-	hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
-	if (hfd >= 0) {
-		msq_sys_close(fd);
-		fd = hfd;
 	}
 	if (fstat(fd, &st) < 0) {
 		msq_sys_close(fd);

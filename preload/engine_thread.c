@@ -45,9 +45,14 @@ static int ensure_pagemap(void)
 	}
 	if (g_eng.pm.fd >= 0 && msq_pagemap_check(&g_eng.pm) == 0)
 		return 0;
-	/* Closed or replaced behind our back (programs that close every fd). */
+	/* Closed or replaced behind our back (programs that close every fd).
+	 * Opened at a low number, then moved up: not while the program
+	 * dup2()s (locks.h); the next round tries again. */
 	g_eng.pm.fd = -1;
+	if (!msq_lowfd_begin())
+		return -EAGAIN;
 	rc = msq_pagemap_open(&g_eng.pm, "/proc", 0, HIGH_FD);
+	msq_lowfd_end();
 	if (rc == 0 && msq_cfg.force_pagemap_read)
 		g_eng.pm.scan = false;
 	return rc;

@@ -46,4 +46,23 @@
 /* Tries m for up to ns (trylock, 100 us naps); true if it is now held. */
 bool msq_lock_bounded(pthread_mutex_t *m, uint64_t ns) MSQ_HIDDEN;
 
+/*
+ * The library's own descriptors (pagemap, the daemon's socket) are opened
+ * at the lowest free number and then moved up out of the program's way.
+ * While one sits at a low number, a program's dup2()/dup3() onto that
+ * number would fail with EBUSY (inside the open) or silently take it (the
+ * library would then close the program's descriptor).  So the two never
+ * overlap: a window starts only while no dup2/dup3 runs (else the caller
+ * tries again later), and dup2/dup3 wait for a window to end — for at most
+ * MSQ_LOWFD_WAIT_NS, so that a signal handler that interrupted a window
+ * on its own thread goes on.  Lock-free and async-signal-safe.
+ */
+#define MSQ_LOWFD_WAIT_NS (UINT64_C(10) * 1000 * 1000)
+bool msq_lowfd_begin(void) MSQ_HIDDEN;
+void msq_lowfd_end(void) MSQ_HIDDEN;
+void msq_lowfd_dup_enter(void) MSQ_HIDDEN;
+void msq_lowfd_dup_leave(void) MSQ_HIDDEN;
+/* A fork child: no window is open in it, no dup2 runs. */
+void msq_lowfd_atfork_child(void) MSQ_HIDDEN;
+
 #endif

@@ -27,6 +27,7 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "fdstream.h"
+#include "locks.h"
 #include "fdtable.h"
 #include "real.h"
 
@@ -602,13 +603,30 @@ MSQ_EXPORT int dup(int fd)
 	return rc;
 }
 
+static int dup23_tracked(int oldfd, int newfd, int flags, bool three);
+
+/* newfd may be a number the library briefly holds: see msq_lowfd_begin(). */
 static int dup23(int oldfd, int newfd, int flags, bool three)
 {
 	int rc;
 
+	msq_lowfd_dup_enter();
 	if (dup_untracked(oldfd, newfd))
-		return three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
-			     : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
+		rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
+			   : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
+	else
+		rc = dup23_tracked(oldfd, newfd, flags, three);
+	{
+		MSQ_PROTECT_ERRNO;
+		msq_lowfd_dup_leave();
+	}
+	return rc;
+}
+
+static int dup23_tracked(int oldfd, int newfd, int flags, bool three)
+{
+	int rc;
+
 	MSQ_ENTER();
 	if (oldfd != newfd && msq_fdt_peek(newfd)) {
 		/* newfd is closed by the call if it succeeds; validate first. */

@@ -157,6 +157,7 @@ static void atfork_child(void)
 	msq_engine_atfork_child();
 	msq_daemon_atfork_child(g_fork_client);
 	msq_readpath_atfork_child();
+	msq_lowfd_atfork_child();
 }
 
 static void program_name(char *buf, size_t len)
