@@ -27,8 +27,8 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "fdstream.h"
-#include "locks.h"
 #include "fdtable.h"
+#include "locks.h"
 #include "real.h"
 
 #ifndef RWF_DONTCACHE
@@ -603,24 +603,10 @@ MSQ_EXPORT int dup(int fd)
 	return rc;
 }
 
-static int dup23_tracked(int oldfd, int newfd, int flags, bool three);
-
-/* newfd may be a number the library briefly holds: see msq_lowfd_begin(). */
-static int dup23(int oldfd, int newfd, int flags, bool three)
+static int call_dup23(int oldfd, int newfd, int flags, bool three)
 {
-	int rc;
-
-	msq_lowfd_dup_enter();
-	if (dup_untracked(oldfd, newfd))
-		rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
-			   : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
-	else
-		rc = dup23_tracked(oldfd, newfd, flags, three);
-	{
-		MSQ_PROTECT_ERRNO;
-		msq_lowfd_dup_leave();
-	}
-	return rc;
+	return three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
+		     : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
 }
 
 static int dup23_tracked(int oldfd, int newfd, int flags, bool three)
@@ -633,11 +619,23 @@ static int dup23_tracked(int oldfd, int newfd, int flags, bool three)
 		if (msq_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
 			msq_fds_forget(newfd, true);
 	}
-	rc = three ? CALL(dup3, (int)syscall(SYS_dup3, oldfd, newfd, flags), oldfd, newfd, flags)
-		   : CALL(dup2, (int)syscall(SYS_dup2, oldfd, newfd), oldfd, newfd);
+	rc = call_dup23(oldfd, newfd, flags, three);
 	if (rc >= 0 && oldfd != newfd)
 		msq_fds_duplicated(oldfd, rc);
 	MSQ_LEAVE();
+	return rc;
+}
+
+/* newfd may be a number the library briefly holds: see msq_lowfd_begin().
+ * (Leaving touches no errno: the call's own stays.) */
+static int dup23(int oldfd, int newfd, int flags, bool three)
+{
+	int rc;
+
+	msq_lowfd_dup_enter();
+	rc = dup_untracked(oldfd, newfd) ? call_dup23(oldfd, newfd, flags, three)
+					 : dup23_tracked(oldfd, newfd, flags, three);
+	msq_lowfd_dup_leave();
 	return rc;
 }
 
