@@ -30,7 +30,14 @@
  * sync_file_range(SYNC_FILE_RANGE_WRITE) and fadvise(DONTNEED) chunks one
  * lag behind, which the kernel drops only once clean.  The shim never
  * waits on writeback (SYNC_FILE_RANGE_WAIT_* would consume a writeback
- * error the program's own fsync() must see) and never fsyncs.
+ * error the program's own fsync() must see) and never fsyncs.  That work
+ * runs in the writer's own time (about 0.1 ms per MiB here), where the
+ * kernel alone would leave it to its flusher threads: so a process's first
+ * WB_FREE bytes of writes get none of it (NOREUSE fds excepted), as much
+ * as a writer's output may occupy anyway (WB_AHEAD ahead of the oldest
+ * unwritten chunk plus a lag).  Programs that write less, most of them,
+ * pay nothing for write-behind; cp or tar -x of a large tree pay from
+ * there on.
  */
 #include "fdstream.h"
 
@@ -84,6 +91,7 @@ struct dir {
 	uint64_t next;      /* where the next sequential access starts */
 	uint64_t done;      /* chunks below this are dropped (or left on purpose) */
 	uint64_t kicked;    /* writes: writeback started below this */
+	uint64_t backlog;   /* writes: below this, written before write-behind was due */
 	uint64_t snap_lo, snap_hi;
 	uint64_t act;       /* below this, a sequential access needs no work */
 	struct msq_extents pre; /* chunks cached before the stream reached them */
@@ -307,7 +315,7 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 {
 	d->run_start = d->next = off;
 	d->done = ceil_chunk(off);
-	d->kicked = floor_chunk(off);
+	d->kicked = d->backlog = floor_chunk(off);
 	d->started = true;
 	d->snapping = false;
 	d->act = off + 1;
@@ -452,6 +460,16 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 #define WB_AHEAD (2 * msq_cfg.policy.lag)
 #define WB_POLL_NS 1000000L
 #define WB_POLLS 200 /* at most 200 ms per call */
+#define WB_FREE (WB_AHEAD + 2 * msq_cfg.policy.lag)
+
+/* Bytes this process wrote through managed fds (reset in a fork child). */
+static uint64_t g_wr_bytes;
+
+/* Is write-behind due for fd's writes (see "Write-behind" above)? */
+static bool write_behind_due(const struct msq_fd *s)
+{
+	return (s->flags & F_NOREUSE) || __atomic_load_n(&g_wr_bytes, __ATOMIC_RELAXED) >= WB_FREE;
+}
 
 static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t target)
 {
@@ -466,7 +484,9 @@ static uint64_t drop_written(int fd, struct msq_fd *s, struct dir *d, uint64_t t
 			if (msq_cachestat(fd, &r, &cs) < 0)
 				return target; /* cannot tell: leave it to the kernel */
 			if (cs.nr_dirty || cs.nr_writeback) {
-				if (target - c <= WB_AHEAD || polls++ == WB_POLLS)
+				/* The backlog's writeback was started at once:
+				 * its chunks go when clean, nobody waits. */
+				if (target - c <= WB_AHEAD || c < d->backlog || polls++ == WB_POLLS)
 					return c;
 				if (polls == 1)
 					start_writeback(fd, c, CHUNK);
@@ -532,7 +552,11 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 		snapshot(fd, s, d, d->snap_hi, floor_chunk(end) + SNAP_AHEAD, UINT64_MAX);
 	if (d->snap_hi - SNAP_AHEAD / 2 < d->act)
 		d->act = d->snap_hi - SNAP_AHEAD / 2;
+	if (writing && !write_behind_due(s))
+		return; /* d->kicked and d->done stay: the backlog is taken up once due */
 	if (writing && floor_chunk(end) > d->kicked) {
+		if (floor_chunk(end) - d->kicked > WB_AHEAD)
+			d->backlog = floor_chunk(end);
 		start_writeback(fd, d->kicked, floor_chunk(end) - d->kicked);
 		d->kicked = floor_chunk(end);
 	}
@@ -789,6 +813,8 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
 		__atomic_add_fetch(&s->c.streamed, n, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
+		if (writing)
+			__atomic_add_fetch(&g_wr_bytes, n, __ATOMIC_RELAXED);
 		d = writing ? &s->wr : &s->rd;
 		end = (off >= 0 ? (uint64_t)off : d->next) + n;
 		if (d->started && end < d->act && (off < 0 || (uint64_t)off == d->next)) {
@@ -950,7 +976,8 @@ static bool stream_to_drop(const struct msq_fd *s, const struct dir *d)
 static void final_drop(int fd, struct msq_fd *s)
 {
 	bool rd = managed_read(s) && stream_to_drop(s, &s->rd) && !s->dontcache;
-	bool wr = managed_write(s) && stream_to_drop(s, &s->wr) && s->wr.next > s->wr.done;
+	bool wr = managed_write(s) && stream_to_drop(s, &s->wr) && s->wr.next > s->wr.done &&
+		  write_behind_due(s);
 	struct stat st;
 
 	if (!(rd || wr) || s->inherited || !s->snap_ok || fstat(fd, &st) < 0 ||
@@ -1038,6 +1065,7 @@ void msq_readpath_atfork_child(void)
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
 	/* The child's own totals (MADVSEQ_STATS). */
 	memset(&g_tot, 0, sizeof(g_tot));
+	g_wr_bytes = 0;
 	/* The parent's closed files are the parent's to report. */
 	g_nrec = 0;
 	memset(&g_rec_other, 0, sizeof(g_rec_other));

@@ -60,6 +60,32 @@ for w in cp dd; do
 	same "$w (all)" "$WORK/$w"
 done
 
+# A process that writes less than 3 lags in all (48 MiB) gets no
+# write-behind: it would cost the writer's time for pages the output may
+# occupy anyway.  NOREUSE asks for it from the first byte.
+written_behind() { sed -n 's/^read_bytes_written_behind=//p' "$1"; }
+rm -f "$WORK/small" "$WORK/st-small"
+shim MADVSEQ_READ=all MADVSEQ_STATS="$WORK/st-small" dd if="$SRC" of="$WORK/small" bs=1M count=40 \
+	status=none || fail "dd 40 MiB (all): exit status"
+wb=$(written_behind "$WORK/st-small")
+c=$(cached "$WORK/small")
+if [ "${wb:-x}" = 0 ] && [ "$c" -ge $((40 << 20)) ]; then
+	ok "40 MiB written (all): no write-behind, $(mib "$c") cached as without the shim"
+else fail "40 MiB written (all): written behind ${wb:-?}, $(mib "$c") cached"; fi
+rm -f "$WORK/small" "$WORK/st-small"
+shim MADVSEQ_READ=all MADVSEQ_STATS="$WORK/st-small" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_NOREUSE)
+src = open(sys.argv[2], "rb")
+for _ in range(40):
+    os.write(fd, src.read(1 << 20))
+os.close(fd)' "$WORK/small" "$SRC" || fail "NOREUSE writer: exit status"
+wb=$(written_behind "$WORK/st-small")
+if [ "${wb:-0}" -gt 0 ]; then ok "40 MiB written to a NOREUSE fd: $(mib "$wb") written behind"
+else fail "40 MiB written to a NOREUSE fd: written behind ${wb:-?}"; fi
+copy_left "NOREUSE writer" "$WORK/small"
+
 # madvseq run without --read manages every stream: tar (no advice) and
 # cp's output.  (Under the sanitizers the wrapper is not used: it cannot
 # put their runtimes first.)
