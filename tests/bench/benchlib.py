@@ -422,7 +422,8 @@ class Harness:
             if fn.startswith(tag + ".") and fn.endswith(".madvseq-stats"):
                 for line in open(os.path.join(self.a.log_dir, fn)):
                     k, _, v = line.strip().partition("=")
-                    if k in ("regions", "bytes_dropped", "bytes_kept", "errors", "read_files"):
+                    if k in ("regions", "bytes_dropped", "bytes_kept", "errors", "read_files",
+                             "read_bytes_advised", "read_bytes_kept", "read_bytes_written_behind"):
                         st[k] = st.get(k, 0) + int(v or 0)
                 st["processes"] = st.get("processes", 0) + 1
         return st
@@ -574,9 +575,12 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
             st = r.get(key)
             if not st:
                 continue
-            P.append("  %s MADVSEQ_STATS%s: %d process(es), %d read() stream(s), %d region(s), dropped %s, "
-                     "kept %s, %d errors (processes killed at the end write none)" % (
+            P.append("  %s MADVSEQ_STATS%s: %d process(es); %d read()/write() stream(s): dropped %s, "
+                     "kept %s, written behind %s; %d region(s): dropped %s, kept %s; %d errors "
+                     "(processes killed at the end write none)" % (
                          LABELS[r["variant"]], who, st.get("processes", 0), st.get("read_files", 0),
+                         fmt_bytes(st.get("read_bytes_advised", 0)), fmt_bytes(st.get("read_bytes_kept", 0)),
+                         fmt_bytes(st.get("read_bytes_written_behind", 0)),
                          st.get("regions", 0), fmt_bytes(st.get("bytes_dropped", 0)),
                          fmt_bytes(st.get("bytes_kept", 0)), st.get("errors", 0)))
     if note:
