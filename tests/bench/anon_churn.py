@@ -14,6 +14,7 @@ program's time for a fixed number of rounds with the stream / alone.
 
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -39,12 +40,35 @@ print("\n".join("%.6f" % x for x in out))
 """
 
 
+# cat, its output through pv when --stream-rate limits it (pv reads a pipe,
+# which the library leaves alone).
+STREAM_SH = 'if [ "$3" = 0 ]; then cat "$2" > /dev/null; else cat "$2" | pv -q -L "$3" > /dev/null; fi'
+
+
+def stream_argv(a):
+    return ["sh", "-c", STREAM_SH, "sh", "-", a.file, a.rate]
+
+
+def cat_progress(sh_pid):
+    """Bytes the running cat under sh_pid has read (rchar), 0 if gone."""
+    try:
+        for tid in os.listdir("/proc/%d/task" % sh_pid):
+            for child in open("/proc/%d/task/%s/children" % (sh_pid, tid)).read().split():
+                if open("/proc/%s/comm" % child).read().strip() == "cat":
+                    for line in open("/proc/%s/io" % child):
+                        if line.startswith("rchar:"):
+                            return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def phase(h, a, variant):
     res = {"variant": variant, "victim_bytes": None}
     tag = "churn-" + variant
     cat_argv, env, why = (None, None, None)
     if variant not in B.ALONE:
-        cat_argv, env, why = h.wrap(variant, ["cat", a.file], None, tag)
+        cat_argv, env, why = h.wrap(variant, stream_argv(a), None, tag)
         if why:
             res["skip"] = why
             return res
@@ -75,16 +99,19 @@ def phase(h, a, variant):
                 time.sleep(0.05)
             t1 = time.monotonic()
             if cat is not None:
-                try:
-                    for line in open("/proc/%d/io" % cat.pid):
-                        if line.startswith("rchar:"):
-                            streamed += int(line.split()[1])
-                except OSError:
-                    pass
+                streamed += cat_progress(cat.pid)
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
         if churn.returncode:
             raise RuntimeError("churn program exited %d" % churn.returncode)
+        if cat_argv and a.cpu_phase and variant in B.CPU_VARIANTS:
+            # The same loop without the program: CPU per GB of cat's own.
+            h.kill_all()
+            B.evict(a.file)
+            loop = h.wrap(variant, ["sh", "-c", 'i=0; while [ $i -lt "$1" ]; do %s; i=$((i + 1)); done'
+                                    % STREAM_SH, "sh", str(a.cpu_passes), a.file, a.rate], None, tag)
+            res["stream_alone"] = h.stream_alone(variant, loop[0], loop[1], tag, "cat", h.scratch)
+            res["stream_alone_bytes"] = a.cpu_passes * a.file_size
     finally:
         h.stop_daemon(hd)
         h.kill_all()
@@ -139,7 +166,16 @@ def main():
     ap.add_argument("--anon", type=B.parse_size, default=200 * MiB, help="anonymous memory per round (200M)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per phase (default 100; quick 25)")
     ap.add_argument("--file-size", type=B.parse_size, default=GiB, help="the streamed file (1G)")
+    ap.add_argument("--stream-rate", default="500M",
+                    help="cat's output rate through pv -L, the same in every variant (500M; 0: "
+                    "unlimited).  A virtual disk served from the host's cache streams at memory "
+                    "speed, and a faster stream then costs the program memory bandwidth")
+    ap.add_argument("--cpu-passes", type=int, default=2,
+                    help="passes over the file when cat runs alone for its CPU cost (2)")
     a = ap.parse_args()
+    a.rate = "0" if a.stream_rate in ("0", "") else str(B.parse_size(a.stream_rate))
+    if a.rate != "0" and not shutil.which("pv"):
+        raise SystemExit("--stream-rate needs pv (scripts/bench-deps.sh), or --stream-rate 0")
     B.finish_args(a)
     a.rounds = a.rounds or (25 if a.quick else 100)
     cpus = sorted(os.sched_getaffinity(0))

@@ -875,7 +875,6 @@ def report(b):
               if "skip" not in r and r.get(field) and base.get(r["rep"])]
         return med(xs)
 
-    alone = agg("alone", "victim_iops")
     out = []
     P = out.append
     P("")

@@ -11,6 +11,7 @@ files (--cold-size): `tar -cf ARCHIVE`, `rsync -a` to a copy, or
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -100,7 +101,8 @@ def phase(h, a, kind, variant):
     log("phase %s %s" % (kind or "", B.LABELS[variant]))
     try:
         verr = open(os.path.join(a.log_dir, tag + ".victim.stderr"), "w")
-        v = h.spawn([sys.executable, "-c", VICTIM, a.db, str(a.nkeys), prog, vout], stderr=verr)
+        v = h.spawn([sys.executable, "-c", VICTIM, a.db, str(a.nkeys), prog, vout], stderr=verr,
+                    cpus=a.victim_cpus)
         B.wait_ready(progress, v)
         smp = B.Sampler(h, a.db_files, [a.src, out, out + ".tar"], progress, a.sample_ms / 1000.0)
         m.start()
@@ -116,6 +118,12 @@ def phase(h, a, kind, variant):
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
         verr.close()
+        if argv and a.cpu_phase and variant in B.CPU_VARIANTS:
+            subprocess.run(["rm", "-rf", out, out + ".tar"])
+            for f in B.files_under([a.src]):
+                if f not in a.db_files:
+                    B.evict(f)
+            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
     finally:
         h.stop_daemon(hd)
         h.kill_all()
@@ -196,9 +204,7 @@ def main():
     a.cold_size = a.cold_size or (GiB if q else 2 * GiB)
     a.alone_seconds = a.alone_seconds or (5 if q else 10)
     B.finish_args(a)
-    try:
-        import plyvel  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("plyvel") is None:
         raise SystemExit("needs python3-plyvel (scripts/bench-deps.sh)")
     return B.main_wrapper(a, "kv", lambda h: body(h, a))
 

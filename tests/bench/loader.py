@@ -105,7 +105,7 @@ def phase(h, a, kind, variant):
     log("phase %s %s" % (KINDS.get(kind, kind or ""), B.LABELS.get(variant, variant)))
     try:
         runtime = a.alone_seconds if variant in B.ALONE else 3600
-        v = h.spawn(victim_argv(a, vout, runtime))
+        v = h.spawn(victim_argv(a, vout, runtime), cpus=a.victim_cpus)
         B.wait_ready(lambda: tree_syscr(v.pid) > 1000, v)
         smp = B.Sampler(h, [a.victim_file], a.stream_files, lambda: tree_syscr(v.pid),
                         a.sample_ms / 1000.0)
@@ -120,6 +120,10 @@ def phase(h, a, kind, variant):
         t1 = time.monotonic() if not argv else t1
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
+        if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
+            for f in a.stream_files:
+                B.evict(f)
+            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
     finally:
         h.stop_daemon(hd)
         h.kill_all()

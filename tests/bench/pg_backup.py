@@ -152,6 +152,15 @@ def setup(h, a):
     return c
 
 
+def pin(pid, cpus):
+    """Pins every thread of pid to cpus (a process that has gone: ignored)."""
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            os.sched_setaffinity(int(tid), cpus)
+    except OSError:
+        pass
+
+
 def phase(h, a, c, kind, variant):
     res = {"variant": variant}
     tag = "%s-%s" % (kind or "alone", variant)
@@ -186,10 +195,16 @@ def phase(h, a, c, kind, variant):
                      "-l", "--log-prefix", prefix, "bench")
         log("phase %s %s" % (kind or "", B.LABELS[variant]))
         verr = open(os.path.join(a.log_dir, tag + ".pgbench.stderr"), "w")
-        v = h.spawn(vargs, stderr=verr)
+        v = h.spawn(vargs, stderr=verr, cpus=a.victim_cpus)
         counter = LineCounter(prefix)
         B.wait_ready(counter, v)    # connected, past its first transactions
         victim_backends = {p for p, _ in c.children()}
+        if a.victim_cpus:
+            # The backends serving pgbench run with it; the server's own
+            # processes (checkpointer, walwriter, ...) where they like.
+            for pid, title in c.children():
+                if "[local]" in title:
+                    pin(pid, a.victim_cpus)
         m = B.Meter(h)
         smp = B.Sampler(h, victim_files, [c.data, out, out + ".sql"], counter,
                         a.sample_ms / 1000.0)
@@ -202,18 +217,22 @@ def phase(h, a, c, kind, variant):
             with open(errp, "w") as err:
                 s = h.spawn(argv, env=env, cg=h.stream_cg(variant), stderr=err)
                 while s.poll() is None:
-                    if variant == "isolation":
-                        # The server reads for the backup: its walsender or
-                        # the backends pg_dumpall talks to.
-                        for pid, title in c.children():
-                            if pid in moved or pid in victim_backends:
-                                continue
-                            if "walsender" in title or "[local]" in title:
-                                try:
+                    # The server reads for the backup: its walsender or the
+                    # backends pg_dumpall talks to.  They run on the
+                    # stream's CPUs, and in the isolation variant in the
+                    # stream's cgroup.
+                    for pid, title in c.children():
+                        if pid in moved or pid in victim_backends:
+                            continue
+                        if "walsender" in title or "[local]" in title:
+                            try:
+                                if variant == "isolation":
                                     h.iso.enter(pid)
-                                    moved.add(pid)
-                                except OSError:
-                                    pass
+                                if a.stream_cpus:
+                                    pin(pid, a.stream_cpus)
+                                moved.add(pid)
+                            except OSError:
+                                pass
                     time.sleep(0.05)
             if s.returncode:
                 raise RuntimeError("%s exited %d: %s" % (kind, s.returncode, open(errp).read()[-500:]))
@@ -225,6 +244,14 @@ def phase(h, a, c, kind, variant):
         v.send_signal(signal.SIGINT)
         v.wait(timeout=30)
         verr.close()
+        if argv and a.cpu_phase and variant in B.CPU_VARIANTS:
+            subprocess.run(["rm", "-rf", out, out + ".sql"])
+            for f in B.files_under([c.data]):
+                if not f.startswith(c.bench_dir + os.sep):
+                    B.evict(f)
+            sa = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
+            sa_bytes = sum(os.path.getsize(f) for f in B.files_under([out, out + ".sql"]))
+            res["stream_alone"], res["stream_alone_bytes"] = sa, sa_bytes
     finally:
         h.kill_all()
         c.stop()
