@@ -714,8 +714,15 @@ static struct msq_fd *classify(int fd, unsigned extra)
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
-	if (!msq_is_owner())
-		return NULL; /* a vfork child: the table is its parent's */
+	/* A vfork child shares the parent's table.  It gets here only for a
+	 * slot the parent left empty (or ignored), so it replaces no state of
+	 * the parent's, and every state is checked against its file (fstat)
+	 * before it is acted on: a state the child leaves behind costs the
+	 * parent at most a look at the fd again.  Still, a large file's stream
+	 * is left to the owner; small files and new outputs, most of them,
+	 * spare the getpid. */
+	if (st.st_size >= (off_t)RUN_MIN && !msq_is_owner())
+		return NULL;
 	if (!(s = new_state())) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
