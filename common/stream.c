@@ -466,3 +466,28 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 		msq_sys_close(fd);
 	return rc;
 }
+
+uint64_t msq_stream_progress(const struct msq_stream *s)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->cursors.n; i++)
+		sum += s->cursors.v[i].end;
+	return sum;
+}
+
+uint64_t msq_next_period(uint64_t period_ns, uint64_t dropped, uint64_t moved, uint64_t target,
+			 uint64_t min_ns, uint64_t max_ns)
+{
+	uint64_t work = dropped > moved ? dropped : moved;
+
+	if (work > target)
+		period_ns = period_ns * target / work;
+	else if (!moved && dropped < target / 2)
+		period_ns *= 2;
+	if (period_ns < min_ns)
+		period_ns = min_ns;
+	if (period_ns > max_ns)
+		period_ns = max_ns;
+	return period_ns;
+}

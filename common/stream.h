@@ -99,6 +99,22 @@ int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64
  */
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush);
 
+/* Where the readers of s are: the sum of its cursors' ends.  Two values
+ * taken around a cycle differ when a reader moved in between. */
+uint64_t msq_stream_progress(const struct msq_stream *s);
+
+/*
+ * The next period of a management loop that dropped `dropped' bytes in its
+ * last cycle while its readers moved `moved' bytes: so that a cycle has
+ * about `target' bytes to do, between min_ns and max_ns.  It shortens when
+ * there was more work, and grows back only while no reader moves: a reader
+ * that is still inside its lag (or was off the CPU for a moment) would
+ * otherwise find the loop asleep when it runs on, and the pages behind it
+ * pile up for a whole period.
+ */
+uint64_t msq_next_period(uint64_t period_ns, uint64_t dropped, uint64_t moved, uint64_t target,
+			 uint64_t min_ns, uint64_t max_ns);
+
 /*
  * The process is exiting (_exit): drops everything s mapped but what was
  * cached before, with one advice per gap between those ranges.  Uses only

@@ -157,7 +157,7 @@ void msqd_kernel_recheck(struct msqd *d)
 
 uint64_t msqd_cycle(struct msqd *d)
 {
-	uint64_t t0 = msqd_now_ns(), total = 0, left_to_kernel = 0;
+	uint64_t t0 = msqd_now_ns(), total = 0, moved = 0, left_to_kernel = 0;
 	/* Idle clients due for a look are spread over cycles, a few each,
 	 * so thousands of them never make one cycle long. */
 	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
@@ -228,7 +228,7 @@ uint64_t msqd_cycle(struct msqd *d)
 		engine_for_policy(d, c);
 		for (size_t i = 0; i < c->nr; i++) {
 			struct msq_stream *s = &c->r[i]->s;
-			uint64_t before = s->st.dropped;
+			uint64_t before = s->st.dropped, at = msq_stream_progress(s), now_at;
 			int64_t rc;
 
 			if (d->kernel_state == 1 && c->r[i]->kernel_fs) {
@@ -241,6 +241,8 @@ uint64_t msqd_cycle(struct msqd *d)
 			if (s->st.dropped != before || rc < 0)
 				c->busy = true;
 			total += s->st.dropped - before;
+			now_at = msq_stream_progress(s);
+			moved += now_at > at ? now_at - at : at - now_at;
 			if (rc == -ESRCH) {
 				address_space_gone(d, c);
 				break;
@@ -257,16 +259,10 @@ uint64_t msqd_cycle(struct msqd *d)
 	d->last_cycle_ns = msqd_now_ns() - t0;
 	if (d->last_cycle_ns > d->max_cycle_ns)
 		d->max_cycle_ns = d->last_cycle_ns;
-	/* Fast streams: shorten the period so each cycle drops about
-	 * TARGET_PER_CYCLE; idle: back to the configured interval. */
-	if (total > TARGET_PER_CYCLE)
-		d->sleep_ns = d->sleep_ns * TARGET_PER_CYCLE / total;
-	else if (total < TARGET_PER_CYCLE / 2)
-		d->sleep_ns *= 2;
-	if (d->sleep_ns < 1000000)
-		d->sleep_ns = 1000000;
-	if (d->sleep_ns > d->conf.interval_ns)
-		d->sleep_ns = d->conf.interval_ns;
+	/* Fast streams: about TARGET_PER_CYCLE a cycle; idle: back to the
+	 * configured interval. */
+	d->sleep_ns = msq_next_period(d->sleep_ns, total, moved, TARGET_PER_CYCLE, 1000000,
+				      d->conf.interval_ns);
 	if (!whole)
 		d->sleep_ns = 1000000; /* the rest of the round, soon */
 	return total;

@@ -113,7 +113,7 @@ static void *engine_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
-		uint64_t dropped = 0, until = msq_now_ns() + sleep_ns;
+		uint64_t dropped = 0, moved = 0, until = msq_now_ns() + sleep_ns;
 		struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
 
 		msq_regions_lock();
@@ -147,23 +147,20 @@ static void *engine_main(void *arg)
 			if (i == 0)
 				pm_ok = ensure_pagemap() == 0;
 			if (!not_ours(r) && pm_ok) {
+				uint64_t at = msq_stream_progress(&r->s);
 				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);
+				uint64_t now_at = msq_stream_progress(&r->s);
 
 				if (d > 0)
 					dropped += (uint64_t)d;
+				moved += now_at > at ? now_at - at : at - now_at;
 			}
 			msq_regions_unlock();
 		}
-		/* Fast streams: shorten the period so that each cycle drops about
-		 * TARGET_PER_CYCLE; idle: grow back to the configured interval. */
-		if (dropped > TARGET_PER_CYCLE)
-			sleep_ns = sleep_ns * TARGET_PER_CYCLE / dropped;
-		else if (dropped < TARGET_PER_CYCLE / 2)
-			sleep_ns *= 2;
-		if (sleep_ns < MIN_SLEEP_NS)
-			sleep_ns = MIN_SLEEP_NS;
-		if (sleep_ns > msq_cfg.policy.interval_ns)
-			sleep_ns = msq_cfg.policy.interval_ns;
+		/* Fast streams: about TARGET_PER_CYCLE a cycle; idle: back to
+		 * the configured interval. */
+		sleep_ns = msq_next_period(sleep_ns, dropped, moved, TARGET_PER_CYCLE, MIN_SLEEP_NS,
+					   msq_cfg.policy.interval_ns);
 	}
 }
 
