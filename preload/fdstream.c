@@ -858,7 +858,11 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 				retire_state(s);
 			return;
 		}
-		if ((uint64_t)pos == end || (uint64_t)pos < n)
+		/* stdio's fwrite leaves up to a buffer in the FILE: the fd's
+		 * position then lags the estimate a little (fread's runs ahead,
+		 * which advance() takes as the run going on). */
+		if ((uint64_t)pos == end || (uint64_t)pos < n ||
+		    ((uint64_t)pos < end && end - (uint64_t)pos <= SEQ_SLACK))
 			advance(fd, s, d, end - n, end, writing);
 		else
 			advance(fd, s, d, (uint64_t)pos - n, (uint64_t)pos, writing);

@@ -718,10 +718,14 @@ MSQ_EXPORT int close_range(unsigned first, unsigned last, int flags)
 }
 
 /*
- * stdio reads through libc's internal read, which no wrapper sees (glibc
- * binds it inside libc): sha256sum reads with fread after advising
- * SEQUENTIAL.  fread is interposed for its bookkeeping, and fclose for
- * the end of the fd.  Other stdio input (getc, fgets) is not followed.
+ * stdio reads and writes through libc's internal read and write, which no
+ * wrapper sees (glibc binds them inside libc): sha256sum reads with fread
+ * after advising SEQUENTIAL, pg_basebackup and pg_dump write their output
+ * with fwrite, sed reads lines with getdelim.  fread, fwrite, getdelim and
+ * getline are interposed for their bookkeeping (the fd's position differs
+ * from the program's by at most stdio's buffer, which the stream's 2 MiB
+ * chunks do not notice), and fclose for the end of the fd.  Other stdio
+ * (getc, fgets, fputs, fprintf) is not followed.
  */
 static int stream_fd(FILE *fp)
 {
@@ -756,6 +760,66 @@ MSQ_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *fp)
 MSQ_EXPORT size_t (fread_unlocked)(void *p, size_t size, size_t n, FILE *fp)
 {
 	return fread_common(p, size, n, fp, true);
+}
+
+static size_t fwrite_common(const void *p, size_t size, size_t n, FILE *fp, bool unlocked)
+{
+	size_t (*fn)(const void *, size_t, size_t, FILE *) =
+		unlocked ? msq_real.fwrite_unlocked : msq_real.fwrite;
+	size_t rc;
+	int fd;
+
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !fn ||
+	    untracked(fd = stream_fd(fp)))
+		return fn ? fn(p, size, n, fp) : 0;
+	MSQ_ENTER();
+	msq_fds_seen(fd);
+	rc = fn(p, size, n, fp);
+	if (rc > 0 && size)
+		msq_fds_after(fd, -1, (uint64_t)rc * size, true);
+	MSQ_LEAVE();
+	return rc;
+}
+
+MSQ_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *fp)
+{
+	return fwrite_common(p, size, n, fp, false);
+}
+
+MSQ_EXPORT size_t (fwrite_unlocked)(const void *p, size_t size, size_t n, FILE *fp)
+{
+	return fwrite_common(p, size, n, fp, true);
+}
+
+static ssize_t getdelim_common(char **line, size_t *len, int delim, FILE *fp, bool getline_)
+{
+	ssize_t rc;
+	int fd;
+
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF ||
+	    (getline_ ? !msq_real.getline : !msq_real.getdelim) || untracked(fd = stream_fd(fp)))
+		goto plain;
+	MSQ_ENTER();
+	msq_fds_seen(fd);
+	rc = getline_ ? msq_real.getline(line, len, fp) : msq_real.getdelim(line, len, delim, fp);
+	if (rc > 0)
+		msq_fds_after(fd, -1, (uint64_t)rc, false);
+	MSQ_LEAVE();
+	return rc;
+plain:
+	if (getline_)
+		return msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
+	return msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
+}
+
+MSQ_EXPORT ssize_t getdelim(char **line, size_t *len, int delim, FILE *fp)
+{
+	return getdelim_common(line, len, delim, fp, false);
+}
+
+MSQ_EXPORT ssize_t getline(char **line, size_t *len, FILE *fp)
+{
+	return getdelim_common(line, len, '\n', fp, true);
 }
 
 MSQ_EXPORT int fclose(FILE *fp)

@@ -48,6 +48,10 @@ void msq_real_resolve(void)
 	RESOLVE(close_range, "close_range");
 	RESOLVE(fread, "fread");
 	RESOLVE(fread_unlocked, "fread_unlocked");
+	RESOLVE(fwrite, "fwrite");
+	RESOLVE(fwrite_unlocked, "fwrite_unlocked");
+	RESOLVE(getdelim, "getdelim");
+	RESOLVE(getline, "getline");
 	RESOLVE(fclose, "fclose");
 #undef RESOLVE
 }

@@ -63,6 +63,10 @@ struct msq_real_fns {
 	int (*close_range)(unsigned, unsigned, int);
 	size_t (*fread)(void *, size_t, size_t, FILE *);
 	size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
+	size_t (*fwrite)(const void *, size_t, size_t, FILE *);
+	size_t (*fwrite_unlocked)(const void *, size_t, size_t, FILE *);
+	ssize_t (*getdelim)(char **, size_t *, int, FILE *);
+	ssize_t (*getline)(char **, size_t *, FILE *);
 	int (*fclose)(FILE *);
 };
 

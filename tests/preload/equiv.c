@@ -993,6 +993,84 @@ static void case_stdio(void)
 	show_sum(g_buf, 10);
 	end();
 	SHOW("fclose pipe", fclose(f));
+
+	/* fwrite: a stream of 1 MiB blocks past the write-behind allowance
+	 * (and chunk boundaries), small ones, and the error cases. */
+	f = fopen("w1", "we");
+	if (!f)
+		exit(2);
+	posix_fadvise(fileno(f), 0, 0, POSIX_FADV_NOREUSE);
+	for (int i = 0; i < (int)sizeof(g_buf); i++)
+		g_buf[i] = (unsigned char)(i * 7 + 3);
+	total = 0;
+	for (int i = 0; i < 24; i++)
+		total += (long)fwrite(g_buf, 1, MIB, f);
+	printf("%-40s total=%ld pos=%ld error=%d", "fwrite 24 x 1 MiB", total, ftell(f), ferror(f));
+	end();
+	SHOW("fwrite 3 x 1000", fwrite(g_buf, 1000, 3, f));
+	SHOW("fwrite_unlocked 4096 x 1", fwrite_unlocked(g_buf, 4096, 1, f));
+	SHOW("fwrite size 0", fwrite(g_buf, 0, 100, f));
+	SHOW("fwrite count 0", fwrite(g_buf, 100, 0, f));
+	SHOW("fclose", fclose(f));
+	printf("%-40s", "  after fclose");
+	show_file("w1");
+	end();
+
+	f = fopen("w1", "ae");
+	SHOW("fwrite append", fwrite(g_buf, 1, 5000, f));
+	SHOW("fclose append", fclose(f));
+	printf("%-40s", "  after fclose");
+	show_file("w1");
+	end();
+
+	f = fopen("src", "re");
+	SHOW("fwrite to a read-only FILE", fwrite(g_buf, 1, 10, f));
+	SHOW("  ferror", ferror(f) != 0);
+	SHOW("fclose read-only", fclose(f));
+
+	f = fopen("w2", "we");
+	setvbuf(f, NULL, _IONBF, 0);
+	close(fileno(f));
+	SHOW("fwrite after its fd was closed", fwrite(g_buf, 1, 100, f));
+	SHOW("fclose after its fd was closed", fclose(f));
+
+	/* getline / getdelim: a managed stream of lines to EOF, then EOF. */
+	{
+		char *ln = NULL;
+		size_t cap = 0;
+		ssize_t got;
+		long lines = 0;
+
+		f = fopen("src", "re");
+		posix_fadvise(fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
+		h = FNV0;
+		total = 0;
+		while ((got = getline(&ln, &cap, f)) > 0) {
+			h = fnv(h, ln, (size_t)got);
+			total += got;
+			lines++;
+		}
+		printf("%-40s total=%ld lines=%ld sum=%016llx eof=%d", "getline to EOF", total, lines,
+		       (unsigned long long)h, feof(f));
+		end();
+		SHOW("getline at EOF", getline(&ln, &cap, f));
+		rewind(f);
+		CALL("getdelim 0xff", getdelim(&ln, &cap, 0xff, f));
+		show_sum(ln, 16);
+		end();
+		SHOW("getdelim NULL size", getdelim(&ln, NULL, '\n', f));
+		SHOW("fclose lines", fclose(f));
+		free(ln);
+	}
+
+	mkpipe(p, 0);
+	f = fdopen(p[1], "w");
+	SHOW("fwrite pipe", fwrite(g_buf, 1, 1000, f));
+	SHOW("fclose pipe (write end)", fclose(f));
+	CALL("read what the pipe got", syscall(SYS_read, p[0], g_buf + MIB, 4096));
+	show_sum(g_buf + MIB, 1000);
+	end();
+	close(p[0]);
 }
 
 /* ---------------------------------------------------------------------- */

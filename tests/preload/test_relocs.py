@@ -25,7 +25,7 @@ WRAPPED = {
     "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64", "pwritev2", "pwritev64v2",
     "posix_fadvise", "posix_fadvise64", "sendfile", "sendfile64", "copy_file_range",
     "close", "dup", "dup2", "dup3", "fcntl", "fcntl64", "close_range",
-    "fread", "fread_unlocked", "fclose",
+    "fread", "fread_unlocked", "fwrite", "fwrite_unlocked", "getdelim", "getline", "fclose",
     "mmap", "mmap64", "munmap", "mremap", "madvise", "posix_madvise", "mprotect", "pkey_mprotect",
     "_exit", "_Exit",
 }

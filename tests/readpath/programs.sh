@@ -60,6 +60,15 @@ for w in cp dd; do
 	same "$w (all)" "$WORK/$w"
 done
 
+# stdio: sed reads lines with getdelim and writes them with fwrite, which
+# libc makes through its own read and write.
+rm -f "$WORK/sed"
+evict "$SRC"
+shim MADVSEQ_READ=all LC_ALL=C sed -n p "$SRC" > "$WORK/sed" || fail "sed (all): exit status"
+expect_streamed "$SRC" "sed (all, getdelim) source"
+copy_left "sed (all, fwrite) output" "$WORK/sed"
+same "sed (all)" "$WORK/sed"
+
 # A process that writes less than 3 lags in all (48 MiB) gets no
 # write-behind: it would cost the writer's time for pages the output may
 # occupy anyway.  NOREUSE asks for it from the first byte.
