@@ -70,7 +70,7 @@ def main():
             syms = set(re.findall(r"^\S+ [TWi] (\S+)$", out, re.M))
             extra = {s for s in syms if not re.match(
                 r"^(mmap|mmap64|munmap|mremap|mprotect|pkey_mprotect|madvise|posix_madvise|_exit|_Exit|.*read.*|.*write.*|"
-                r"posix_fadvise(64)?|fclose|close|close_range|dup[23]?|fcntl(64)?|sendfile(64)?|"
+                r"posix_fadvise(64)?|fclose|getdelim|getline|close|close_range|dup[23]?|fcntl(64)?|sendfile(64)?|"
                 r"copy_file_range|__.*_chk)$", s)}
             print("exported:", sorted(syms))
             check(WRAPPERS <= syms, "every mapping wrapper is exported")
