@@ -620,7 +620,10 @@ class Bench:
                 "--invalidate=0",              # default 1 would drop the warm cache
                 "--norandommap", "--randrepeat=0",
                 "--time_based", "--runtime=%d" % runtime,
-                "--output-format=json", "--output=%s" % out]
+                "--output-format=json", "--output=%s" % out] + (
+                    # For the picture: IOPS over 250 ms windows.
+                    ["--write_iops_log=%s" % out[:-len(".json")], "--log_avg_msec=250"]
+                    if self.a.png else [])
 
     def run_phase(self, kind, variant, rep):
         a = self.a
@@ -666,6 +669,7 @@ class Bench:
                 sbytes = st = None
                 peak_s = vmin = None
             else:
+                t_victim = time.monotonic()
                 v = self.spawn(self.victim_argv(vout, a.timeout + 60), cpus=a.victim_cpus)
                 vs.start(v.pid)
                 errf = open(logp + ".stderr", "w")
@@ -673,8 +677,10 @@ class Bench:
                 peak_s = 0
                 vmin = a.victim_size
                 series = []
-                res["series"] = series      # (s, streamer file cached, victim file cached)
+                # (s, streamer file cached, victim file cached, cgroup's cache)
+                res["series"] = series
                 res["t0"] = t0              # CLOCK_MONOTONIC, as in madvseqd -l debug
+                res["victim_t0"] = t_victim
                 rc = 0
                 for _ in range(a.passes):
                     s = self.spawn(argv, env=env, stderr=errf, cpus=a.stream_cpus)
@@ -682,7 +688,8 @@ class Bench:
                         time.sleep(0.1)
                         sc, vc = cached_bytes(a.stream_file), cached_bytes(a.victim_file)
                         peak_s, vmin = max(peak_s, sc), min(vmin, vc)
-                        series.append((round(time.monotonic() - t0, 2), sc, vc))
+                        series.append((round(time.monotonic() - t0, 2), sc, vc,
+                                       self.cg.cache() if a.png else None))
                         vs.sample()
                         if time.monotonic() - t0 > a.timeout:
                             s.kill()
@@ -722,6 +729,8 @@ class Bench:
         })
         if res["stream_cached_peak"] is not None:
             res["stream_cached_peak"] = max(res["stream_cached_peak"], res["stream_cached_end"])
+        if a.png and res.get("series"):
+            res["victim_done"] = fio_iops_progress(vout[:-len(".json")] + "_iops.1.log")
         stats = {}
         files = sorted(f for f in os.listdir(a.log_dir)
                        if f.startswith(os.path.basename(logp) + ".") and f.endswith(".madvseq-stats"))
@@ -839,6 +848,48 @@ TARGETS = {
 def med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
+
+
+def fio_iops_progress(path):
+    """fio's --write_iops_log (ms, IOPS over --log_avg_msec, ...) as the
+    cumulative I/Os done at each entry: [(s since fio started, ios)]."""
+    out, done, prev_ms = [], 0.0, 0
+    try:
+        for line in open(path):
+            f = line.split(",")
+            ms, iops = int(f[0]), int(f[1])
+            done += iops * (ms - prev_ms) / 1000.0
+            prev_ms = ms
+            out.append((ms / 1000.0, done))
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def picture(b, path):
+    """The first repetition of every streamer and variant, one column each:
+    the victim's IOPS over time above, the cgroup's page cache split into
+    the victim's file, the streamer's file and the rest below (the
+    real-server benchmarks' picture, benchlib.plot)."""
+    import bisect
+    import benchlib
+    res = []
+    for r in b.results:
+        if r.get("rep") != 0 or not r.get("series") or r.get("error"):
+            continue
+        prog = r.get("victim_done") or []
+        times = [t for t, _ in prog]
+        shift = r["t0"] - r["victim_t0"]         # fio's clock starts with the victim
+        samples = []
+        for t, sc, vc, cg in r["series"]:
+            i = bisect.bisect_right(times, t + shift) - 1
+            samples.append((t, vc, sc, cg or (vc + sc), prog[i][1] if i >= 0 else 0))
+        label = "%s, %s" % (r["kind"], VARIANTS[r["variant"]][1] if r["variant"] in VARIANTS
+                              else r["variant"])
+        res.append({"variant": label, "samples": samples})
+    if res:
+        benchlib.plot(res, path, "interference: fio 4 KiB random reads next to a streamer, cgroup %s"
+                      % fmt_bytes(b.a.limit), "victim IOPS")
 
 
 def report(b):
@@ -1063,6 +1114,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep (and reuse) the data files")
     ap.add_argument("--log-dir", help="keep fio JSON, stderr and shim stats here")
     ap.add_argument("--json", help="write all raw results to this file")
+    ap.add_argument("--png", metavar="FILE",
+                    help="write a picture of the first repetition (python3-matplotlib)")
     ap.add_argument("--report-from", metavar="JSON",
                     help="print the table and verdicts of a run saved with --json, run nothing")
     ap.add_argument("--pin", action="store_true",
@@ -1154,6 +1207,8 @@ def main():
         if not a.no_cost:
             b.cost()
         report(b)
+        if a.png and not a.cost_only:
+            picture(b, a.png)
 
     def cleanup():
         b.kill_all()
