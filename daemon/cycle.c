@@ -124,7 +124,7 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	 * walk budget; else nothing is dropped.) */
 	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg) ||
 	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->conf.walk_budget_ns) ||
-	    (d->kernel_state == 1 && r->kernel_fs))
+	    (r->kernel_fs && msqd_kernel_covers(d, c->cg)))
 		return 0;
 	if (start < r->s.start)
 		start = r->s.start;
@@ -153,6 +153,25 @@ void msqd_kernel_recheck(struct msqd *d)
 		d->kernel_state = k;
 		d->kernel_checked_ns = d->now_ns;
 	}
+}
+
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g)
+{
+	if (d->kernel_state == 1)
+		return true;
+	if (!g || g->layout != MSQD_CG_V2)
+		return false; /* the per-cgroup file is cgroup v2's */
+	if (d->now_ns - g->kernel_checked_ns >= UINT64_C(1000000000) || !g->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_cgroup_state(d->cg_root, g->path);
+
+		if ((k == 1) != (g->kernel_state == 1) && (g->kernel_checked_ns || k == 1))
+			log_info("cgroup %s: kernel drop-behind (%s) is now %s", g->path,
+				 MSQ_KERNEL_DROPBEHIND_CGFILE,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		g->kernel_state = k;
+		g->kernel_checked_ns = d->now_ns;
+	}
+	return g->kernel_state == 1;
 }
 
 uint64_t msqd_cycle(struct msqd *d)
@@ -231,7 +250,7 @@ uint64_t msqd_cycle(struct msqd *d)
 			uint64_t before = s->st.dropped, at = msq_stream_progress(s), now_at;
 			int64_t rc;
 
-			if (d->kernel_state == 1 && c->r[i]->kernel_fs) {
+			if (c->r[i]->kernel_fs && msqd_kernel_covers(d, c->cg)) {
 				left_to_kernel++;
 				continue;
 			}

@@ -7,10 +7,12 @@
 #ifndef MSQD_CYCLE_H
 #define MSQD_CYCLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct msqd;
+struct msqd_cg;
 struct msqd_client;
 
 /* Returns bytes dropped in this pass. */
@@ -22,5 +24,9 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 /* Reads the kernel's drop-behind switch again if a second has passed (each
  * cycle, and each status: an idle daemon runs no cycles). */
 void msqd_kernel_recheck(struct msqd *d);
+/* Whether the kernel drops behind MADV_SEQUENTIAL faults in cgroup g: its
+ * sysctl is on, or g's own switch (memory.seq_read_dropbehind, cgroup v2,
+ * set on g or an ancestor), read again if a second has passed. */
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g);
 
 #endif

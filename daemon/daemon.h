@@ -89,6 +89,11 @@ struct msqd_cg {
 	uint64_t gate_checked_ns;
 	struct msqd_pressure pr;
 	struct msqd_intake intake; /* discovery's watch on its page-cache intake */
+	/* The kernel's per-cgroup drop-behind (memory.seq_read_dropbehind of
+	 * it or an ancestor, cgroup v2): 1 on, 0 off, < 0 absent; read again
+	 * at most once a second (msqd_kernel_covers()). */
+	int kernel_state;
+	uint64_t kernel_checked_ns;
 	struct msqd_cg *next;
 };
 

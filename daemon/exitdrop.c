@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/sys.h"
+#include "cycle.h"
 #include "daemon.h"
 #include "exitdrop.h"
 #include "log.h"
@@ -93,7 +94,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	int fd;
 
 	if (!g || g->pol->mode != MSQ_MODE_PAGEOUT || !msqd_gate_open(d, g) ||
-	    (d->kernel_state == 1 && r->kernel_fs))
+	    (r->kernel_fs && msqd_kernel_covers(d, g)))
 		return true;
 	if ((fd = msqd_region_file(r, &st)) < 0) {
 		/* No descriptor held (over the budget, or map_files failed):

@@ -150,6 +150,19 @@ static int resolve_pid(struct msqd *d, pid_t pid)
 	}
 	else
 		printf("gate %s\n", !p->pressure_pct && p->psi_some_avg10 <= 0 ? "open" : "unknown (acts)");
+	{
+		/* The kernel's drop-behind for this process: the sysctl, else
+		 * the cgroup v2 switch (as msqd_kernel_covers() decides). */
+		int k = msq_kernel_dropbehind_state(d->proc_root);
+		int kc = layout == MSQD_CG_V2 ? msq_kernel_dropbehind_cgroup_state(d->cg_root, path)
+					      : -ENOENT;
+
+		printf("kernel drop-behind %s\n",
+		       k == 1	 ? "on (" MSQ_KERNEL_DROPBEHIND_SYSCTL ")"
+		       : kc == 1 ? "on (" MSQ_KERNEL_DROPBEHIND_CGFILE ")"
+		       : k == 0 || kc == 0 ? "off"
+					   : "absent");
+	}
 	return 0;
 }
 

@@ -146,7 +146,16 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 				   "page-cache files are left to the kernel, which is exact"
 	    : d->kernel_state == 0 ? "off (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 0)"
 				   : "absent (a kernel without the libmadvseq patch series)");
-	if (d->kernel_state == 1)
+	if (d->kernel_state != 1) {
+		unsigned on = 0;
+
+		for (struct msqd_cg *g = d->cgs; g; g = g->next)
+			on += msqd_kernel_covers(d, g);
+		if (on)
+			put(&o, "  on through %s in %u cgroup%s (see below)\n", MSQ_KERNEL_DROPBEHIND_CGFILE,
+			    on, on == 1 ? "" : "s");
+	}
+	if (d->kernel_state == 1 || d->kernel_regions)
 		put(&o, "  regions left to the kernel: %llu\n", (unsigned long long)d->kernel_regions);
 	put(&o, "config: %s (%zu cgroup section%s)\n", d->conf.path ? d->conf.path : "(built-in)",
 	    d->conf.n, d->conf.n == 1 ? "" : "s");
@@ -194,6 +203,10 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		    g->path, (int)g->layout, g->section ? g->section : "built-in", pol, g->clients,
 		    g->regions, msq_format_iec(g->dropped, a), msq_format_iec(g->kept_strong, b),
 		    msq_format_iec(g->kept_mapped, e), gate_name(g));
+		if (d->kernel_state != 1 && msqd_kernel_covers(d, g))
+			put(&o, "  kernel drop-behind: on for this cgroup (%s = 1 here or above): "
+				"MADV_SEQUENTIAL mappings of page-cache files are left to the kernel\n",
+			    MSQ_KERNEL_DROPBEHIND_CGFILE);
 		if (g->read.streamed)
 			put(&o, "  read() streams: %llu files, %s streamed, %s dropped behind, %s kept\n",
 			    (unsigned long long)g->read.files, msq_format_iec(g->read.streamed, a),
@@ -307,11 +320,12 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 		else
 			put(&o, "null");
 		put(&o, ",\"clients\":%u,\"regions\":%u,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
-			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\",\"read_path\":{\"files\":%llu,"
+			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\",\"kernel_dropbehind\":%d,"
+			"\"read_path\":{\"files\":%llu,"
 			"\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,\"kept_bytes\":%llu}}",
 		    g->clients, g->regions, (unsigned long long)g->dropped,
 		    (unsigned long long)g->kept_strong, (unsigned long long)g->kept_mapped, gate_name(g),
-		    (unsigned long long)g->read.files, (unsigned long long)g->read.streamed,
+		    msqd_kernel_covers(d, g), (unsigned long long)g->read.files, (unsigned long long)g->read.streamed,
 		    (unsigned long long)g->read.dropped, (unsigned long long)g->read.kept);
 		first = false;
 	}

@@ -129,9 +129,17 @@ static void read_config(void)
 		else
 			strcpy(msq_cfg.stats_path, v);
 	}
-	/* MADVSEQ_PROCFS: where to look for the kernel's switch (tests). */
-	v = getenv("MADVSEQ_PROCFS");
-	msq_cfg.kernel_covers = msq_kernel_dropbehind_state(v && *v ? v : "/proc") == 1;
+	/* MADVSEQ_PROCFS, MADVSEQ_CGROUPFS: where to look for the kernel's
+	 * switches (tests): the sysctl, and the per-cgroup file of the
+	 * process's own cgroup v2 (or an ancestor's). */
+	{
+		const char *cgfs = getenv("MADVSEQ_CGROUPFS");
+
+		v = getenv("MADVSEQ_PROCFS");
+		msq_cfg.kernel_covers = msq_kernel_dropbehind_for(v && *v ? v : "/proc",
+								  cgfs && *cgfs ? cgfs : NULL, 0,
+								  &msq_cfg.kernel_by_cgroup) == 1;
+	}
 }
 
 /* Which locks the prepare handler got: bounded tries, since fork may be
@@ -191,9 +199,11 @@ static void init(void)
 			  msq_format_size(msq_cfg.policy.lag, lag, sizeof(lag)),
 			  (unsigned long long)(msq_cfg.policy.interval_ns / 1000000),
 			  msq_read_mode_name(msq_cfg.policy.read),
-			  msq_cfg.kernel_covers
-				  ? "; the kernel's own drop-behind is on: libmadvseq steps aside"
-				  : "");
+			  !msq_cfg.kernel_covers ? ""
+			  : msq_cfg.kernel_by_cgroup
+				  ? "; the kernel's own drop-behind is on for this cgroup "
+				    "(" MSQ_KERNEL_DROPBEHIND_CGFILE "): libmadvseq steps aside"
+				  : "; the kernel's own drop-behind is on: libmadvseq steps aside");
 	}
 	msq_guard--;
 }

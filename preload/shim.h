@@ -41,6 +41,7 @@ struct msq_shim_config {
 	char stats_path[4096];  /* MADVSEQ_STATS ("" = none) */
 	bool force_pagemap_read;/* MADVSEQ_PAGEMAP_SCAN=0: read entries instead */
 	bool kernel_covers;     /* the kernel's own drop-behind is on */
+	bool kernel_by_cgroup;  /* ... through this cgroup's switch only */
 };
 
 extern struct msq_shim_config msq_cfg MSQ_HIDDEN;

@@ -1,13 +1,15 @@
 #!/bin/sh
-# Build a Debian 12 (linux-source-6.1) kernel with the patches in
-# contrib/kernel/patches/, a small initramfs holding the static test program,
-# and an ext4 data disk for run-qemu.sh.
+# Build a Debian kernel (linux-source-6.12 or linux-source-6.1, both
+# packaged for Debian 12) with the patches in contrib/kernel/patches-VERSION/,
+# a small initramfs holding the static test program, and an ext4 data disk
+# for run-qemu.sh.
 #
 # Everything is built outside the source tree, in
-#   ${MADVSEQ_KERNEL_BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel}
+#   ${MADVSEQ_KERNEL_BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel-VERSION}
 # Missing Debian packages are installed with apt-get (needs root).
 #
 # Environment:
+#   MADVSEQ_KERNEL_VERSION 6.12 (default) or 6.1: which source and series
 #   MADVSEQ_KERNEL_BUILD  cache directory (see above)
 #   MADVSEQ_KERNEL_JOBS   make -j value (default: number of CPUs)
 #   MADVSEQ_KERNEL_NICE   nice level for the kernel build (default: 19)
@@ -16,19 +18,28 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${MADVSEQ_KERNEL_BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel}
+version=${MADVSEQ_KERNEL_VERSION:-6.12}
+cache=${MADVSEQ_KERNEL_BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel-$version}
 jobs=${MADVSEQ_KERNEL_JOBS:-$(nproc)}
 nicelvl=${MADVSEQ_KERNEL_NICE:-19}
-tarball=/usr/src/linux-source-6.1.tar.xz
+tarball=/usr/src/linux-source-$version.tar.xz
 
 log() { printf 'build.sh: %s\n' "$*" >&2; }
+
+case $version in
+6.1|6.12) ;;
+*)	log "MADVSEQ_KERNEL_VERSION must be 6.12 or 6.1, not '$version'"
+	exit 1 ;;
+esac
+# The guest's configuration: what both versions share, then the version's own.
+configs="$here/guest.config $here/guest-$version.config"
 
 start=$(date +%s)
 mkdir -p "$cache"
 
 # --- packages --------------------------------------------------------------
 need=""
-for pkg in linux-source-6.1 build-essential bc bison flex libelf-dev \
+for pkg in linux-source-$version build-essential bc bison flex libelf-dev \
 	   libssl-dev cpio kmod busybox-static e2fsprogs xz-utils \
 	   qemu-system-x86; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
@@ -45,7 +56,7 @@ if [ -n "$need" ]; then
 fi
 
 # --- source: pristine copy, then a patched copy ----------------------------
-pristine=$cache/linux-source-6.1
+pristine=$cache/linux-source-$version
 if [ ! -f "$pristine/Makefile" ]; then
 	log "extracting $tarball"
 	rm -rf "$pristine"
@@ -56,7 +67,10 @@ fi
 # changes: a copy made of hard links (patch(1) replaces the files it
 # changes, so the pristine tree stays pristine) that keeps the timestamps of
 # files the series does not touch, so make only rebuilds what changed.
-patches=$(ls "$here"/patches/*.patch)
+# (0000-cover-letter.patch is the series' cover letter, not a change.)
+patches=$(for p in "$here"/patches-"$version"/*.patch; do
+	case ${p##*/} in 0000-*) ;; *) echo "$p" ;; esac
+done)
 if [ -n "${MADVSEQ_KERNEL_SERIES:-}" ]; then
 	patches=$(echo "$patches" | head -n "$MADVSEQ_KERNEL_SERIES")
 fi
@@ -88,28 +102,33 @@ fi
 # --- kernel ----------------------------------------------------------------
 obj=$cache/obj
 mkdir -p "$obj"
-cfg_sum=$(sha256sum < "$here/guest.config" | cut -d' ' -f1)
+# shellcheck disable=SC2086
+cfg_sum=$(cat $configs | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$obj/.msq-config" 2>/dev/null)" != "$cfg_sum" ] ||
    [ ! -f "$obj/.config" ]; then
 	log "configuring"
 	make -s -C "$src" O="$obj" tinyconfig >/dev/null
+	# shellcheck disable=SC2086
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" \
-		"$here/guest.config" >/dev/null
+		$configs >/dev/null
 	make -s -C "$src" O="$obj" olddefconfig >/dev/null
-	# Every symbol asked for must have made it through the dependencies.
-	missing=$(grep '^CONFIG_' "$here/guest.config" | while read -r line; do
-		grep -qx "$line" "$obj/.config" || echo "$line"
+	# Every symbol asked for must have made it through the dependencies,
+	# and every one switched off must be off.
+	# shellcheck disable=SC2086
+	missing=$(cat $configs | while read -r line; do
+		case $line in
+		CONFIG_*)
+			grep -qx "$line" "$obj/.config" || echo "$line" ;;
+		"# CONFIG_"*" is not set")
+			sym=${line#\# }
+			sym=${sym%% *}
+			! grep -q "^$sym=" "$obj/.config" || echo "$line" ;;
+		esac
 	done)
 	if [ -n "$missing" ]; then
-		log "config symbols not set: $missing"
+		log "config symbols not as asked: $missing"
 		exit 1
 	fi
-	for sym in LRU_GEN TRANSPARENT_HUGEPAGE; do
-		if grep -q "^CONFIG_$sym=y" "$obj/.config"; then
-			log "CONFIG_$sym unexpectedly enabled"
-			exit 1
-		fi
-	done
 	echo "$cfg_sum" > "$obj/.msq-config"
 fi
 log "building kernel (make -j$jobs, nice $nicelvl)"
@@ -124,7 +143,7 @@ rm -rf "$ird"
 mkdir -p "$ird/bin" "$ird/dev" "$ird/proc" "$ird/sys" "$ird/mnt"
 gcc -static -O2 -Wall -Wextra -o "$ird/bin/seqtest" "$here/seqtest.c"
 cp /bin/busybox "$ird/bin/busybox"
-for app in sh mount umount mkdir cat echo sleep poweroff reboot ls; do
+for app in sh mount umount mkdir rmdir cat cut echo sleep poweroff reboot ls; do
 	ln -s busybox "$ird/bin/$app"
 done
 cp "$here/guest-init.sh" "$ird/init"

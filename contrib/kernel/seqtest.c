@@ -12,7 +12,7 @@
  * pread() latency alone -> with the streamer, and the streamer's throughput.
  *
  * usage: seqtest [-c cgroup_limit_mib] [-w warm_passes] [-a alone_secs]
- *                [-r victim_reads_per_sec] [-l label] [-s] [-m]
+ *                [-r victim_reads_per_sec] [-l label] [-s] [-m] [-g]
  *                VICTIM STREAM
  *
  * -s: the victim uses the first size-of-VICTIM bytes of STREAM instead of
@@ -20,6 +20,13 @@
  *     stay, as the victim references them.
  * -m: the victim reads through its own (plain) mmap() of its file instead of
  *     pread(): a second mapping of the streamer's folios with -s.
+ * -g: switch the drop-behind through the test cgroup's own
+ *     memory.seq_read_dropbehind (the 6.12 series) instead of the sysctl,
+ *     which stays 0.
+ *
+ * Each RESULT line also says which switch was used (via=sysctl or
+ * via=memcg) and whether the multi-gen LRU was on (lru_gen=on, off, or
+ * absent: /sys/kernel/mm/lru_gen/enabled).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +46,8 @@
 
 #define SYSCTL "/proc/sys/vm/seq_read_dropbehind"
 #define CGROUP "/sys/fs/cgroup/seqtest"
+#define CGSWITCH CGROUP "/memory.seq_read_dropbehind"
+#define LRU_GEN "/sys/kernel/mm/lru_gen/enabled"
 
 static double now(void)
 {
@@ -137,6 +146,18 @@ static double victim_rate;	/* reads per second, 0: as fast as possible */
 static const unsigned char *victim_map;	/* read through this mapping */
 static const char *label = "scenario";
 static double victim_lat_us;	/* mean pread() latency of the last run */
+static bool via_memcg;		/* -g: the cgroup's switch, not the sysctl */
+
+/* "on", "off" or "absent": the multi-gen LRU's state (any component on) */
+static const char *lru_gen_state(void)
+{
+	char buf[32];
+
+	if (access(LRU_GEN, F_OK))
+		return "absent";
+	read_line(LRU_GEN, buf, sizeof(buf));
+	return strtoul(buf, NULL, 0) ? "on" : "off";
+}
 
 /* Random 4 KiB preads until @secs have passed or @child has exited. */
 static double victim_run(int fd, size_t pages, double secs, pid_t child,
@@ -226,8 +247,15 @@ static void one_round(int mode, const char *victim, off_t victim_len,
 	pid_t pid;
 
 	snprintf(val, sizeof(val), "%d", mode);
-	if (mode >= 0 && write_file(SYSCTL, val))
-		die("write " SYSCTL);
+	if (mode >= 0 && via_memcg) {
+		if (write_file(SYSCTL, "0") || write_file(CGSWITCH, val))
+			die("write " CGSWITCH);
+	} else if (mode >= 0) {
+		/* (The cgroup stays from an earlier -g run: its switch off.) */
+		if (write_file(SYSCTL, val) ||
+		    (!access(CGSWITCH, F_OK) && write_file(CGSWITCH, "0")))
+			die("write " SYSCTL);
+	}
 	sync();
 	if (write_file("/proc/sys/vm/drop_caches", "3"))
 		die("drop_caches");
@@ -288,12 +316,13 @@ static void one_round(int mode, const char *victim, off_t victim_len,
 	close(fd);
 	res_stream = resident_pct(stream, 0);
 
-	printf("RESULT %s seq_read_dropbehind=%s retention=%.1f%% "
-	       "victim_resident=%.1f%%->%.1f%% "
+	printf("RESULT %s seq_read_dropbehind=%s via=%s lru_gen=%s "
+	       "retention=%.1f%% victim_resident=%.1f%%->%.1f%% "
 	       "victim_reads=%.0f/s->%.0f/s victim_latency=%.1fus->%.1fus "
 	       "streamer=%.1fMiB/s stream_resident=%.1f%% "
 	       "memcg_file=%.0fMiB\n",
-	       label, mode < 0 ? "absent" : val, 100.0 * res_after / res_before, res_before,
+	       label, mode < 0 ? "absent" : val, via_memcg ? "memcg" : "sysctl",
+	       lru_gen_state(), 100.0 * res_after / res_before, res_before,
 	       res_after, alone, with, lat_alone, lat_with, mibs, res_stream,
 	       memcg_stat_mib("file"));
 	fflush(stdout);
@@ -306,8 +335,11 @@ int main(int argc, char **argv)
 	char val[64], cur[64];
 	bool have_switch = true, shared = false, use_map = false;
 
-	while ((opt = getopt(argc, argv, "c:w:a:r:l:sm")) != -1) {
+	while ((opt = getopt(argc, argv, "c:w:a:r:l:smg")) != -1) {
 		switch (opt) {
+		case 'g':
+			via_memcg = true;
+			break;
 		case 's':
 			shared = true;
 			break;
@@ -357,6 +389,10 @@ int main(int argc, char **argv)
 	snprintf(val, sizeof(val), "%d", (int)getpid());
 	if (write_file(CGROUP "/cgroup.procs", val))
 		die("join cgroup");
+	if (via_memcg && have_switch && access(CGSWITCH, F_OK)) {
+		printf("seqtest: no %s in this kernel\n", CGSWITCH);
+		return 1;
+	}
 
 	for (mode = have_switch ? 0 : -1; mode <= (have_switch ? 1 : -1); mode++)
 		one_round(mode, shared ? argv[optind + 1] : argv[optind],
@@ -366,6 +402,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: seqtest [-c limit_mib] [-w warm_passes] "
 		"[-a alone_secs] [-r victim_reads_per_sec] [-l label]\n"
-		"               [-s] [-m] VICTIM STREAM\n");
+		"               [-s] [-m] [-g] VICTIM STREAM\n");
 	return 2;
 }

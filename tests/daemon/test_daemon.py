@@ -240,13 +240,17 @@ def case_fixture(layout):
                     "discover=yes", "pressure=80%", "limit 1073741824", "gate open"],
             "101": ["cgroup /user.slice/user-1000.slice (v1)", "section /user.slice/*",
                     "mode=cold lag=64M", "psi_some_avg10 7.50", "gate open"],
-            "102": ["cgroup /batch.slice/job3 (v1)", "gate closed"],
+            "102": ["cgroup /batch.slice/job3 (v1)", "gate closed", "kernel drop-behind absent"],
         },
         "v2": {
             "200": ["cgroup /system.slice/postgresql@15.service (v2)",
-                    "section /system.slice/postgresql*.service", "mode=off", "limit 2147483648"],
+                    "section /system.slice/postgresql*.service", "mode=off", "limit 2147483648",
+                    "kernel drop-behind off"],
+            # batch.slice has the kernel's per-cgroup switch on, job2 off:
+            # inherited; postgresql's is off everywhere (sysctl absent)
             "201": ["cgroup /batch.slice/job2 (v2)", "section /batch.slice/*",
-                    "limit 536870912", "gate open"],
+                    "limit 536870912", "gate open",
+                    "kernel drop-behind on (memory.seq_read_dropbehind)"],
             "202": ["cgroup /user.slice/user-1000.slice/session-3.scope (v2)",
                     "mode=cold", "psi_some_avg10 12.25", "gate open"],
         },

@@ -3,9 +3,12 @@
 """With the kernel's own drop-behind switch on (vm.seq_read_dropbehind, from
 the kernel patch series), the shim steps aside for the mappings the kernel
 covers and says so; with it off it works as usual.  The switch is read
-from a fixture procfs tree (MADVSEQ_PROCFS).
+from a fixture procfs tree (MADVSEQ_PROCFS).  cgroup-on and cgroup-off: the
+sysctl is off and the per-cgroup switch of the 6.12 series
+(memory.seq_read_dropbehind) is on or off for an ancestor of the cgroup
+the fixture's /proc/self/cgroup names (MADVSEQ_CGROUPFS).
 
-usage: test_kernel_switch.py SEQCLIENT on|off"""
+usage: test_kernel_switch.py SEQCLIENT on|off|cgroup-on|cgroup-off"""
 
 import os
 import sys
@@ -22,14 +25,28 @@ def main():
         os.makedirs(vm)
         with open(os.path.join(vm, "seq_read_dropbehind"), "w") as f:
             f.write("1\n" if state == "on" else "0\n")
+        cgfs = os.path.join(wd.path, "cgroup")
+        if state.startswith("cgroup-"):
+            os.makedirs(os.path.join(wd.path, "proc", "self"))
+            with open(os.path.join(wd.path, "proc", "self", "cgroup"), "w") as f:
+                f.write("0::/batch.slice/job.service\n")
+            for rel, val in (("batch.slice", "1" if state == "cgroup-on" else "0"),
+                             ("batch.slice/job.service", "0")):
+                os.makedirs(os.path.join(cgfs, rel))
+                with open(os.path.join(cgfs, rel, "memory.seq_read_dropbehind"), "w") as f:
+                    f.write(val + "\n")
         path = wd.file("data", SIZE)
         evict(path)
         p = run([client, "--hold-ms", "100", path],
-                shim_env(MADVSEQ_PROCFS=os.path.join(wd.path, "proc"), MADVSEQ_DEBUG=1))
+                shim_env(MADVSEQ_PROCFS=os.path.join(wd.path, "proc"), MADVSEQ_CGROUPFS=cgfs,
+                         MADVSEQ_DEBUG=1))
         check(p.returncode == 0, "client exits 0")
         end = int(values(p.stdout).get("end_cached", -1))
         print(p.stderr)
-        if state == "on":
+        if state == "cgroup-on":
+            check("on for this cgroup (memory.seq_read_dropbehind)" in p.stderr,
+                  "the shim says its cgroup's switch is on")
+        if state in ("on", "cgroup-on"):
             check("libmadvseq steps aside" in p.stderr, "the shim says the kernel's switch is on")
             check("left to the kernel" in p.stderr, "the mapping is left to the kernel")
             # This kernel has no such switch: nothing drops, which shows the

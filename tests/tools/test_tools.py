@@ -142,7 +142,8 @@ def case_wrapper_options():
             (["--daemon=off", "--socket=/run/x.sock"], ["MADVSEQ_DAEMON=off", "MADVSEQ_SOCKET=/run/x.sock"]),
             (["-S", "/run/y.sock", "-r", "all", "-i", "50ms"],
              ["MADVSEQ_SOCKET=/run/y.sock", "MADVSEQ_READ=all", "MADVSEQ_INTERVAL=50ms"]),
-            (["--pagemap-scan=no", "--procfs=/proc"], ["MADVSEQ_PAGEMAP_SCAN=no", "MADVSEQ_PROCFS=/proc"])]:
+            (["--pagemap-scan=no", "--procfs=/proc"], ["MADVSEQ_PAGEMAP_SCAN=no", "MADVSEQ_PROCFS=/proc"]),
+            (["--cgroupfs=/sys/fs/cgroup"], ["MADVSEQ_CGROUPFS=/sys/fs/cgroup"])]:
         p = wrapper("run", *args, "--", "env")
         env = p.stdout.splitlines()
         check(p.returncode == 0 and all(w in env for w in want),
