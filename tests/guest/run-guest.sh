@@ -20,7 +20,7 @@
 #   --mem MiB     guest memory (default 2048)
 #   --disk GiB    scratch disk size, sparse (default 6)
 #
-# Environment:
+# Environment (other MADVSEQ_* variables are passed to the command):
 #   MADVSEQ_GUEST_CACHE    where the packages are unpacked and the initramfs
 #                          and disk are made
 #                          (default ${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-guest)
@@ -180,6 +180,9 @@ job=$out/job.sh
 {
 	echo "cd $(q "$PWD") || exit 125"
 	echo "export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8"
+	# The MADVSEQ_* settings pass through (the guest's own are not needed).
+	env | grep -E '^MADVSEQ_[A-Z0-9_]*=' | grep -vE '^MADVSEQ_(GUEST_CACHE|GUEST_TIMEOUT|QEMU_ACCEL)=' |
+		while IFS='=' read -r k v; do echo "export $k=$(q "$v")"; done
 	printf 'exec'
 	for a in "$@"; do printf ' %s' "$(q "$a")"; done
 	echo
