@@ -144,8 +144,12 @@ if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "
 	# "builtin NAME" for what the kernel has built in.  Debian's 6.12
 	# modules are xz-compressed; they are unpacked here so that the
 	# initramfs does not depend on the kernel's or busybox's decompressor.
-	# (crc32c: ext4's checksums, requested by name at mount time)
-	for m in virtio_pci virtio_blk crc32c_generic crc32c_intel ext4 9pnet_virtio 9p overlay; do
+	# (crc32c: ext4's checksums, requested by name at mount time;
+	# unix_diag: madvseqd identifies its clients through sock_diag where
+	# SO_PEERPIDFD is missing (before 6.5); on a host modprobe loads it on
+	# demand, here nothing would)
+	for m in virtio_pci virtio_blk crc32c_generic crc32c_intel ext4 9pnet_virtio 9p overlay \
+		unix_diag; do
 		modprobe -d "$kdir/root" -S "$krel" --show-depends "$m" 2>/dev/null ||
 			log "no module $m in $krel (built in, or not needed)"
 	done | sed -n 's/^insmod \([^ ]*\).*/\1/p' | while read -r ko; do
@@ -166,8 +170,7 @@ if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "
 fi
 
 # --- scratch disk (fresh each boot, sparse) and the result directory ------
-img=$cache/scratch.img
-rm -f "$img"
+img=$(mktemp "$cache/scratch.XXXXXX") || die "cannot create a disk image in $cache"
 truncate -s "${disk}G" "$img" &&
 	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$img" || die "cannot make $img"
 [ -n "$out" ] || out=$cache/out-$kver
