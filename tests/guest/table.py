@@ -25,6 +25,20 @@ def main():
     ap.add_argument("--min-resident", type=float, default=0.99)
     ap.add_argument("runs", nargs="+", metavar="KERNEL=DIR")
     a = ap.parse_args()
+    for run in a.runs:
+        for tag in ("mglru-n", "mglru-y", "mglru-absent"):
+            f = os.path.join(run.split("=", 1)[1], "scenario-%s.json" % tag)
+            if os.path.exists(f):
+                ar = json.load(open(f))["args"]
+                print("cgroup %dM; victim: 4 KiB random reads over a warm %dM file%s; "
+                      "stream: %dM once (fio mmap + MADV_SEQUENTIAL)" % (
+                          ar["limit"] // M, ar["victim_size"] // M,
+                          " at %d/s" % ar["victim_rate"] if ar.get("victim_rate") else ", as fast as it can",
+                          ar["stream_size"] // M))
+                break
+        else:
+            continue
+        break
     fmt = "| %-7s | %-5s | %-20s | %9s | %9s | %8s | %9s | %9s |"
     print(fmt % ("kernel", "MGLRU", "variant", "victim", "victim", "victim", "victim", "stream"))
     print(fmt % ("", "", "", "res. min", "p99 us", "IOPS", "disk rd", "MB/s"))

@@ -13,9 +13,10 @@ daemon's configuration and a shimmed streamer registered with the daemon:
   /user.slice/user-1000.slice/msq-gate-idle-PID.scope   memory.max 1G,
       pressure = 80%: a 96M stream never gets there: the gate stays closed
       and the daemon drops nothing;
-  /system.slice/msq-gate-psi-PID.service    memory.max 64M, psi = 1: closed
-      while nothing stalls (memory.pressure some avg10 0), open once a
-      reader thrashing a 192M file in the 64M cgroup makes the cgroup stall.
+  /system.slice/msq-gate-psi-PID.service    memory.max 128M, psi = 1: closed
+      while nothing stalls (memory.pressure some avg10 0: its 96M stream
+      fits), open once a reader thrashing a 384M file in it makes the
+      cgroup stall.
 
 While they run, the daemon's status (madvseqctl status --format=json) is read
 every 250 ms; for each gate it reports what it decided on (usage, limit,
@@ -109,14 +110,14 @@ def main():
     pid = os.getpid()
     full = Group("/system.slice/msq-gate-full-%d.service" % pid, 160 * M)
     idle = Group("/user.slice/user-1000.slice/msq-gate-idle-%d.scope" % pid, 1 << 30)
-    psi = Group("/system.slice/msq-gate-psi-%d.service" % pid, 64 * M)
+    psi = Group("/system.slice/msq-gate-psi-%d.service" % pid, 128 * M)
     # section, pressure %, psi threshold
     gates = {full.rel: (80, 0), idle.rel: (80, 0), psi.rel: (0, 1.0)}
     groups = (full, idle, psi)
     try:
         with Workdir("gate") as wd:
             fill = make_file(os.path.join(wd.path, "fill"), 150 * M)
-            thrash = make_file(os.path.join(wd.path, "thrash"), 192 * M)
+            thrash = make_file(os.path.join(wd.path, "thrash"), 384 * M)
             streams = {g.rel: make_file(os.path.join(wd.path, "stream-" + g.rel.split("/")[-1]), 96 * M)
                        for g in groups}
             for f in [fill, thrash] + list(streams.values()):
