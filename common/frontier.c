@@ -60,8 +60,10 @@ int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, i
 	}
 	*pm = (struct msq_pagemap){
 		.fd = fd, .dev = st.st_dev, .ino = st.st_ino, .pid = pid,
-		/* The probe's address is ours: it only tells if the ioctl exists. */
-		.scan = pid <= 0 ? probe_scan(fd) : true,
+		/* The probe's address is ours, for another process's pagemap
+		 * too: it only tells if the ioctl exists (6.7+; before, ENOTTY,
+		 * and the entries are read one by one). */
+		.scan = probe_scan(fd),
 	};
 	return 0;
 }

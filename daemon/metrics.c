@@ -126,6 +126,13 @@ static const char *gate_name(const struct msqd_cg *g)
 							     : "closed";
 }
 
+/* Whether g's gate has read the cgroup's pressure: its figures (g->pr)
+ * are then what the last decision was made on. */
+static bool gate_read(const struct msqd_cg *g)
+{
+	return (g->pol->pressure_pct || g->pol->psi_some_avg10 > 0) && g->gate_checked_ns;
+}
+
 int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 {
 	struct out o = { 0 };
@@ -207,6 +214,12 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 			put(&o, "  kernel drop-behind: on for this cgroup (%s = 1 here or above): "
 				"MADV_SEQUENTIAL mappings of page-cache files are left to the kernel\n",
 			    MSQ_KERNEL_DROPBEHIND_CGFILE);
+		/* What the decision was made on, so that it can be checked
+		 * against memory.current, memory.max and memory.pressure. */
+		if (gate_read(g))
+			put(&o, "  gate read %.1f s ago: usage %s of limit %s, memory PSI some avg10 %.2f\n",
+			    (double)(d->now_ns - g->gate_checked_ns) / 1e9, msq_format_iec(g->pr.usage, a),
+			    g->pr.limit ? msq_format_iec(g->pr.limit, b) : "none", g->pr.some_avg10);
 		if (g->read.streamed)
 			put(&o, "  read() streams: %llu files, %s streamed, %s dropped behind, %s kept\n",
 			    (unsigned long long)g->read.files, msq_format_iec(g->read.streamed, a),
@@ -322,11 +335,19 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 		put(&o, ",\"clients\":%u,\"regions\":%u,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
 			"\"kept_mapped_bytes\":%llu,\"gate\":\"%s\",\"kernel_dropbehind\":%d,"
 			"\"read_path\":{\"files\":%llu,"
-			"\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,\"kept_bytes\":%llu}}",
+			"\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,\"kept_bytes\":%llu}",
 		    g->clients, g->regions, (unsigned long long)g->dropped,
 		    (unsigned long long)g->kept_strong, (unsigned long long)g->kept_mapped, gate_name(g),
 		    msqd_kernel_covers(d, g), (unsigned long long)g->read.files, (unsigned long long)g->read.streamed,
 		    (unsigned long long)g->read.dropped, (unsigned long long)g->read.kept);
+		/* What the gate decided on, when it read the cgroup's pressure. */
+		if (gate_read(g))
+			put(&o, ",\"gate_read\":{\"age_ms\":%llu,\"usage_bytes\":%llu,\"limit_bytes\":%llu,"
+				"\"psi_some_avg10\":%.2f}",
+			    (unsigned long long)((d->now_ns - g->gate_checked_ns) / 1000000),
+			    (unsigned long long)g->pr.usage, (unsigned long long)g->pr.limit,
+			    g->pr.some_avg10);
+		put(&o, "}");
 		first = false;
 	}
 	put(&o, "],\n\"streams\":[");

@@ -623,7 +623,8 @@ class Bench:
                 "--output-format=json", "--output=%s" % out] + (
                     # For the picture: IOPS over 250 ms windows.
                     ["--write_iops_log=%s" % out[:-len(".json")], "--log_avg_msec=250"]
-                    if self.a.png else [])
+                    if self.a.png else []) + (
+                    ["--rate_iops=%d" % self.a.victim_rate] if self.a.victim_rate else [])
 
     def run_phase(self, kind, variant, rep):
         a = self.a
@@ -930,9 +931,10 @@ def report(b):
     P = out.append
     P("")
     if order:
-        P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread, "
+        P("libmadvseq interference benchmark: cgroup v%d limit %s, victim %s psync 4k randread%s, "
           "streamer %s x%d pass(es), %d rep(s)%s; medians, ratios paired within a rep" % (
               b.cg.version if b.cg else 0, fmt_bytes(a.limit), fmt_bytes(a.victim_size),
+              " at %d IOPS" % a.victim_rate if getattr(a, "victim_rate", 0) else "",
               fmt_bytes(a.stream_size), a.passes, a.reps,
               ", victim and streamer pinned to separate CPUs" if getattr(a, "pin", False) else ""))
     fmt = "%-38s %8s %7s %6s %6s %7s %4s %4s %6s %6s %6s %8s %9s %9s %8s"
@@ -1096,6 +1098,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="max seconds for one streamer phase")
     ap.add_argument("--limit", type=parse_size, default=GiB, help="cgroup memory limit (1G)")
     ap.add_argument("--victim-size", type=parse_size, default=512 * MiB)
+    ap.add_argument("--victim-rate", type=int, default=0, metavar="IOPS",
+                    help="pace the victim's reads (fio --rate_iops; default: as fast as it can): "
+                    "a service with a warm cache rather than a hot one")
     ap.add_argument("--stream-size", type=parse_size, default=4 * GiB)
     ap.add_argument("--stream-bs", default="4k", help="fio streamer block size (fio default 4k)")
     ap.add_argument("--lib", default=os.path.join(REPO, "build-bench", "preload", "libmadvseq.so"),
@@ -1219,7 +1224,7 @@ def main():
                 json.dump({"results": b.results, "cost": getattr(b, "cost_rows", []),
                            "cgroup_version": b.cg.version if b.cg else 0,
                            "args": {k: getattr(a, k) for k in (
-                               "limit", "victim_size", "stream_size", "passes", "reps",
+                               "limit", "victim_size", "victim_rate", "stream_size", "passes", "reps",
                                "cost_runs", "cost_n", "cost_layouts", "pin")}}, f, indent=1)
         if not a.keep:
             for fn in (a.victim_file, a.stream_file, os.path.join(a.data_dir, "mmap_cost.dat")):

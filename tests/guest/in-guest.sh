@@ -1,0 +1,109 @@
+#!/bin/sh
+# Runs inside a guest booted by run-guest.sh (chrooted into the host's
+# root, cgroup v2): the shim's and the daemon's test suites and the
+# interference scenario, scaled to the guest, with MGLRU off and on.
+#
+#   tests/guest/in-guest.sh BUILD [suites] [scenario]
+#
+# (suites: the tests of the shim's and the daemon's suites that use
+# cgroups, and the suite cgroup2; scenario: both MGLRU settings)
+#
+# BUILD is a build directory made on the host (meson setup + ninja).  It is
+# copied onto the guest's scratch disk (ext4) and mounted over itself: the
+# tests measure the page cache of the files they make next to it, which
+# cachestat(2) cannot see through the overlay the rest of the root is on.
+# Results go to /msq-out (the host's result directory): meson's test log,
+# the scenario's JSON per MGLRU setting.
+#
+# Environment:
+#   MADVSEQ_GUEST_TESTS     meson test arguments: which tests (default: the
+#                           ones that make memory cgroups and read their
+#                           files, below; "--suite preload --suite daemon
+#                           --suite cgroup2" for all of them, about 40 s
+#                           each under emulation: an hour)
+#   MADVSEQ_GUEST_SCENARIO  arguments for tests/bench/interference.py that
+#                           replace the sizes below
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=$(cd "$1" && pwd) || exit 125
+shift
+what=${*:-suites scenario}
+out=/msq-out
+[ -d "$out" ] || out=$(mktemp -d)
+status=0
+
+t() { date +%s; }
+say() { echo "in-guest: $*"; }
+
+say "kernel $(uname -r); MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent);" \
+	"memory $(sed -n 's/MemTotal: *//p' /proc/meminfo)"
+ts=$(t)
+rm -rf /tmp/msq-build
+cp -a "$build" /tmp/msq-build && mount --bind /tmp/msq-build "$build" ||
+	{ say "cannot put $build on the scratch disk"; exit 125; }
+say "build directory copied to the scratch disk in $(($(t) - ts))s"
+
+for w in $what; do
+	case $w in
+	suites)
+		ts=$(t)
+		# The tests that use cgroup v2 for real: the daemon's sections and
+		# gates against the cgroups its clients are in (memory.current,
+		# memory.max, memory.stat, memory.pressure, cgroup.procs), the v2
+		# fixture, and a plain shim stream as the reference.  (The shim
+		# under memory.max is the scenario's shim row; the preload suite's
+		# 'pressure' streams 3 GiB: 6 minutes here.)
+		tests=${MADVSEQ_GUEST_TESTS:-stream-shared daemon-fixture-v2 \
+			daemon-shim daemon-discovery-static daemon-pressure-gate daemon-cgroup-removed \
+			daemon-read-report daemon-strong-refs cgroup2-gate}
+		# (timeouts x3: every test runs 10-30 times slower under emulation)
+		# shellcheck disable=SC2086
+		meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 3 $tests \
+			>"$out/suites.log" 2>&1
+		rc=$?
+		grep -E '^ *[0-9]+/[0-9]+ ' "$out/suites.log"
+		sed -n '/^Ok:/,/^Timeout:/p' "$out/suites.log"
+		cp "$build/meson-logs/testlog.txt" "$out/testlog.txt" 2>/dev/null
+		say "TIME suites $(($(t) - ts))s (meson test status $rc)"
+		[ "$rc" -eq 0 ] || status=1
+		;;
+	scenario)
+		for mglru in n y; do
+			if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
+				echo "$mglru" >/sys/kernel/mm/lru_gen/enabled
+				tag=mglru-$mglru
+			else
+				[ "$mglru" = n ] || continue
+				tag=mglru-absent
+			fi
+			ts=$(t)
+			say "scenario, MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
+			# shellcheck disable=SC2086
+			python3 "$repo/tests/bench/interference.py" \
+				--lib "$build/preload/libmadvseq.so" --daemon "$build/daemon/madvseqd" \
+				--streamers fio-mmap --variants kernel,shim,daemon,discovery \
+				--reps 1 --passes 1 --alone-seconds 5 --no-cost \
+				--cgroup-parent /sys/fs/cgroup/system.slice --dir /tmp \
+				--discover-interval 200ms --timeout 300 \
+				${MADVSEQ_GUEST_SCENARIO:---limit 320M --victim-size 96M --victim-rate 1000 --stream-size 384M} \
+				--json "$out/scenario-$tag.json" --log-dir "/tmp/scenario-$tag-logs" \
+				>"$out/scenario-$tag.txt" 2>"$out/scenario-$tag.err"
+			rc=$?
+			# (the logs hold the daemon's socket: 9p has none, so they are
+			# kept on the scratch disk and copied)
+			rm -f "/tmp/scenario-$tag-logs"/*.sock
+			cp -r "/tmp/scenario-$tag-logs" "$out/"
+			cat "$out/scenario-$tag.txt"
+			[ "$rc" -eq 0 ] || { status=1; tail -n 20 "$out/scenario-$tag.err"; }
+			say "TIME scenario-$tag $(($(t) - ts))s (status $rc)"
+		done
+		;;
+	*)
+		say "unknown part $w"
+		status=2
+		;;
+	esac
+done
+umount "$build"
+exit $status

@@ -1,0 +1,50 @@
+#!/bin/sh
+# The whole guest matrix: boots each of Debian's stock kernels (6.12, 6.1)
+# once under qemu (run-guest.sh) and runs in it the shim's and the
+# daemon's suites and the guest-only cgroup v2 tests, then the interference
+# scenario with MGLRU off and on (in-guest.sh); prints the table
+# (table.py) and how long each part took.
+#
+#   tests/guest/matrix.sh BUILD [KERNEL...]     (default kernels: 6.12 6.1)
+#
+# BUILD is a configured and built meson build directory of this tree.
+# Results go to ${MADVSEQ_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-guest}/matrix/KERNEL.
+# Exit 0 when every suite passed and every libmadvseq row kept >= 99% of the
+# victim's file resident, 1 otherwise, 77 when no guest could be booted.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: matrix.sh BUILD [KERNEL...]" >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 2
+shift
+kernels=${*:-6.12 6.1}
+cache=${MADVSEQ_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-guest}
+[ -f "$build/preload/libmadvseq.so" ] && [ -x "$build/daemon/madvseqd" ] ||
+	{ echo "matrix.sh: $build is not built (ninja -C $build)"; exit 77; }
+
+t0=$(date +%s)
+status=0 runs="" booted=0
+for k in $kernels; do
+	ts=$(date +%s)
+	out=$cache/matrix/$k
+	mkdir -p "$out"
+	"$here/run-guest.sh" --out "$out" "$k" -- sh "$here/in-guest.sh" "$build" suites scenario
+	rc=$?
+	echo "matrix.sh: TIME kernel $k $(($(date +%s) - ts))s (status $rc)"
+	case $rc in
+	0) booted=1 ;;
+	77) continue ;;
+	*) booted=1; status=1 ;;
+	esac
+	runs="$runs $k=$out"
+done
+[ "$booted" -eq 1 ] || { echo "matrix.sh: SKIP: no guest could be booted"; exit 77; }
+echo
+echo "matrix.sh: suites"
+for r in $runs; do
+	echo "${r%%=*}: $(grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' "${r#*=}/suites.log" | tr -s ' ' | tr '\n' ' ')"
+done
+echo
+# shellcheck disable=SC2086
+python3 "$here/table.py" $runs || status=1
+echo "matrix.sh: TIME total $(($(date +%s) - t0))s"
+exit $status
