@@ -33,11 +33,12 @@
  * error the program's own fsync() must see) and never fsyncs.  That work
  * runs in the writer's own time (about 0.1 ms per MiB here), where the
  * kernel alone would leave it to its flusher threads: so a process's first
- * WB_FREE bytes of writes get none of it (NOREUSE fds excepted), as much
- * as a writer's output may occupy anyway (WB_AHEAD ahead of the oldest
- * unwritten chunk plus a lag).  Programs that write less, most of them,
- * pay nothing for write-behind; cp or tar -x of a large tree pay from
- * there on.
+ * WB_FREE bytes of writes (four lags, 64 MiB by default) get none of it
+ * (NOREUSE fds excepted): about what a writer's output may occupy anyway
+ * with write-behind on (WB_AHEAD ahead of the oldest unwritten chunk plus
+ * the lag behind, three lags), and a lag more.  Programs that write less,
+ * most of them, pay nothing for write-behind; cp or tar -x of a large tree
+ * pay from there on.
  */
 #include "fdstream.h"
 

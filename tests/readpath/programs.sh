@@ -69,7 +69,7 @@ expect_streamed "$SRC" "sed (all, getdelim) source"
 copy_left "sed (all, fwrite) output" "$WORK/sed"
 same "sed (all)" "$WORK/sed"
 
-# A process that writes less than 3 lags in all (48 MiB) gets no
+# A process that writes less than 4 lags in all (64 MiB) gets no
 # write-behind: it would cost the writer's time for pages the output may
 # occupy anyway.  NOREUSE asks for it from the first byte.
 written_behind() { sed -n 's/^read_bytes_written_behind=//p' "$1"; }
