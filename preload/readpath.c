@@ -734,21 +734,37 @@ static int stream_fd(FILE *fp)
 	return fp ? fileno(fp) : -1;
 }
 
+/* Before a stdio call the real function `have' makes: the fd behind fp,
+ * looked at and with the guard raised, when the read path follows it;
+ * -1 (nothing done) otherwise. */
+static int stdio_begin(FILE *fp, bool have)
+{
+	int fd;
+
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !have ||
+	    untracked(fd = stream_fd(fp)))
+		return -1;
+	MSQ_ENTER();
+	msq_fds_seen(fd);
+	return fd;
+}
+
+/* After it, when stdio_begin gave fd >= 0: n bytes moved. */
+static void stdio_end(int fd, uint64_t n, bool writing)
+{
+	if (n)
+		msq_fds_after(fd, -1, n, writing);
+	MSQ_LEAVE();
+}
+
 static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlocked)
 {
 	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? msq_real.fread_unlocked : msq_real.fread;
-	size_t rc;
-	int fd;
+	int fd = stdio_begin(fp, fn);
+	size_t rc = fn ? fn(p, size, n, fp) : 0;
 
-	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !fn ||
-	    untracked(fd = stream_fd(fp)))
-		return fn ? fn(p, size, n, fp) : 0;
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	rc = fn(p, size, n, fp);
-	if (rc > 0 && size)
-		msq_fds_after(fd, -1, (uint64_t)rc * size, false);
-	MSQ_LEAVE();
+	if (fd >= 0)
+		stdio_end(fd, (uint64_t)rc * size, false);
 	return rc;
 }
 
@@ -766,18 +782,11 @@ static size_t fwrite_common(const void *p, size_t size, size_t n, FILE *fp, bool
 {
 	size_t (*fn)(const void *, size_t, size_t, FILE *) =
 		unlocked ? msq_real.fwrite_unlocked : msq_real.fwrite;
-	size_t rc;
-	int fd;
+	int fd = stdio_begin(fp, fn);
+	size_t rc = fn ? fn(p, size, n, fp) : 0;
 
-	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !fn ||
-	    untracked(fd = stream_fd(fp)))
-		return fn ? fn(p, size, n, fp) : 0;
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	rc = fn(p, size, n, fp);
-	if (rc > 0 && size)
-		msq_fds_after(fd, -1, (uint64_t)rc * size, true);
-	MSQ_LEAVE();
+	if (fd >= 0)
+		stdio_end(fd, (uint64_t)rc * size, true);
 	return rc;
 }
 
@@ -791,35 +800,24 @@ MSQ_EXPORT size_t (fwrite_unlocked)(const void *p, size_t size, size_t n, FILE *
 	return fwrite_common(p, size, n, fp, true);
 }
 
-static ssize_t getdelim_common(char **line, size_t *len, int delim, FILE *fp, bool getline_)
-{
-	ssize_t rc;
-	int fd;
-
-	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF ||
-	    (getline_ ? !msq_real.getline : !msq_real.getdelim) || untracked(fd = stream_fd(fp)))
-		goto plain;
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	rc = getline_ ? msq_real.getline(line, len, fp) : msq_real.getdelim(line, len, delim, fp);
-	if (rc > 0)
-		msq_fds_after(fd, -1, (uint64_t)rc, false);
-	MSQ_LEAVE();
-	return rc;
-plain:
-	if (getline_)
-		return msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
-	return msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
-}
-
 MSQ_EXPORT ssize_t getdelim(char **line, size_t *len, int delim, FILE *fp)
 {
-	return getdelim_common(line, len, delim, fp, false);
+	int fd = stdio_begin(fp, msq_real.getdelim);
+	ssize_t rc = msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
+
+	if (fd >= 0)
+		stdio_end(fd, rc > 0 ? (uint64_t)rc : 0, false);
+	return rc;
 }
 
 MSQ_EXPORT ssize_t getline(char **line, size_t *len, FILE *fp)
 {
-	return getdelim_common(line, len, '\n', fp, true);
+	int fd = stdio_begin(fp, msq_real.getline);
+	ssize_t rc = msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
+
+	if (fd >= 0)
+		stdio_end(fd, rc > 0 ? (uint64_t)rc : 0, false);
+	return rc;
 }
 
 MSQ_EXPORT int fclose(FILE *fp)
