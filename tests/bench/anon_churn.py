@@ -87,7 +87,7 @@ def phase(h, a, variant):
         outp = os.path.join(a.log_dir, tag + ".out")
         with open(outp, "w") as out:
             churn = h.spawn([sys.executable, "-c", CHURN, str(a.anon), str(a.rounds), prog],
-                            cpus={a.cpus[0]}, stdout=out)
+                            cpus=a.victim_cpus, stdout=out)
             streamed, cat, t0 = 0, None, time.monotonic()
             while churn.poll() is None:
                 if cat_argv and (cat is None or cat.poll() is not None):
@@ -95,7 +95,8 @@ def phase(h, a, variant):
                         if cat.returncode:
                             raise RuntimeError("cat exited %d" % cat.returncode)
                         streamed += a.file_size
-                    cat = h.spawn(cat_argv, env=env, cg=h.stream_cg(variant), cpus={a.cpus[1]})
+                    cat = h.spawn(cat_argv, env=env, cg=h.stream_cg(variant),
+                                  cpus=a.stream_cpus)
                 time.sleep(0.05)
             t1 = time.monotonic()
             if cat is not None:
@@ -178,10 +179,8 @@ def main():
         raise SystemExit("--stream-rate needs pv (scripts/bench-deps.sh), or --stream-rate 0")
     B.finish_args(a)
     a.rounds = a.rounds or (25 if a.quick else 100)
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        raise SystemExit("needs 2 CPUs: the program and the stream are pinned apart")
-    a.cpus = cpus[:2]
+    if not a.victim_cpus:      # benchlib pins them apart when it can
+        raise SystemExit("needs 2 CPUs and no --no-pin: the program and the stream are pinned apart")
     return B.main_wrapper(a, "churn", lambda h: body(h, a))
 
 
