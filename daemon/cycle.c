@@ -118,6 +118,7 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 {
 	struct msqd_region *r = c->r[i];
 	struct msq_stream part;
+	uint64_t t0;
 	int64_t rc;
 
 	/* (A snapshot still being taken: what is left of it, now, within the
@@ -133,7 +134,13 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	if (start >= end || msq_stream_clip(&part, &r->s, start, end) < 0)
 		return 0;
 	engine_for_policy(d, c);
+	t0 = msqd_now_ns();
 	rc = cycle_region(d, c, &part, true);
+	/* (What a client finds cached after its munmap is explained here.) */
+	log_debug("pid %d: final drop of %#llx-%#llx: %lld KiB dropped, %llu KiB kept (%s), %llu us",
+		  (int)c->pid, (unsigned long long)start, (unsigned long long)end,
+		  (long long)(rc > 0 ? rc >> 10 : 0), (unsigned long long)(part.st.kept >> 10),
+		  rc < 0 ? strerror((int)-rc) : "ok", (unsigned long long)((msqd_now_ns() - t0) / 1000));
 	msq_stream_free(&part);
 	if (rc == -ESRCH)
 		address_space_gone(d, c);

@@ -721,7 +721,17 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                       "the in-process engine stayed (nearly) idle: dropped %sB" % s.get("bytes_dropped"))
                 # At munmap the shim asks the daemon for the final drop of
                 # the last lag and waits for it; the file was cold before.
-                check(after <= M, "the daemon's final drop at munmap left %dK cached" % (after // 1024))
+                # The wait is bounded (50 ms): a daemon that is not
+                # scheduled in time (sanitizers, a loaded machine) leaves
+                # part of the last lag, and the shim says so.
+                if "did not confirm the final drop" in err:
+                    print("note: the shim's wait for the final drop timed out")
+                    check(after <= lag, "the final drop, not waited for to its end, left %dK cached "
+                          "(<= the lag)" % (after // 1024))
+                else:
+                    check(after <= M, "the daemon's final drop at munmap left %dK cached" % (after // 1024))
+                final = [l for l in open(d.log).read().splitlines() if "final drop of" in l]
+                print("\n".join(final[-3:]) or "(the daemon logged no final drop)")
             if kill_daemon:
                 check("madvseqd at %s does the work" % d.sock in err and
                       err.count("does the work") >= 2, "the shim handed over, carried on alone, "
