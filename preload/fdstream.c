@@ -114,7 +114,6 @@ struct msq_fd {
 	uint64_t size;     /* the file's size when it was classified */
 	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
 	struct msq_file_counts c; /* for MADVSEQ_STATS */
-	char path[128];           /* likewise (empty without MADVSEQ_STATS) */
 	struct msq_fd *retired_next; /* on the list of states awaiting their grace period */
 	struct dir rd, wr;
 };
@@ -346,6 +345,31 @@ static void count_advised(struct msq_fd *s, const struct dir *d, uint64_t n)
  * increment (close() may run in a signal handler), the rest summed up as
  * "other files".
  */
+/* The file's name for the stats file: what /proc/self/fd says, control
+ * characters made '?' (one record a line); "?" when fd no longer holds
+ * s's file (reused behind our back, as after stdio's fclose).  Looked up
+ * only for the files that get a record of their own: tar -x of 400 small
+ * files paid a readlink for each. */
+static void name_of(int fd, const struct msq_fd *s, char *buf, size_t len)
+{
+	char link[64];
+	struct stat st;
+	long n;
+
+	if (fstat(fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = MSQ_SYSCALL(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	for (long i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 32 || buf[i] == 127)
+			buf[i] = '?';
+}
+
 #define FILE_RECORDS 64
 static struct {
 	struct msq_file_counts c;
@@ -355,7 +379,7 @@ static struct {
 static unsigned g_nrec;
 static struct msq_file_counts g_rec_other;
 
-static void record_file(const struct msq_fd *s)
+static void record_file(int fd, const struct msq_fd *s)
 {
 	unsigned i;
 
@@ -370,7 +394,7 @@ static void record_file(const struct msq_fd *s)
 		return;
 	}
 	g_rec[i].c = s->c;
-	memcpy(g_rec[i].path, s->path, sizeof(g_rec[i].path));
+	name_of(fd, s, g_rec[i].path, sizeof(g_rec[i].path));
 	__atomic_store_n(&g_rec[i].ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -382,10 +406,12 @@ struct each_arg {
 static void each_open(int fd, struct msq_fd *v, void *arg)
 {
 	struct each_arg *a = arg;
+	char path[128];
 
-	(void)fd;
-	if (v != MSQ_FD_IGNORED && v->c.streamed)
-		a->fn(v->path[0] ? v->path : "?", &v->c, a->arg);
+	if (v != MSQ_FD_IGNORED && v->c.streamed) {
+		name_of(fd, v, path, sizeof(path));
+		a->fn(path[0] ? path : "?", &v->c, a->arg);
+	}
 }
 
 void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_counts *c,
@@ -403,23 +429,6 @@ void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_c
 	urcu_bp_read_lock();
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, each_open, &a);
 	urcu_bp_read_unlock();
-}
-
-/* The file's name for the stats file: what /proc/self/fd says, control
- * characters made '?' (one record a line). */
-static void name_of(int fd, char *buf, size_t len)
-{
-	char link[64];
-	long n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = MSQ_SYSCALL(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-	if (n < 0)
-		n = 0;
-	buf[n] = '\0';
-	for (long i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 32 || buf[i] == 127)
-			buf[i] = '?';
 }
 
 void msq_readpath_totals(struct msq_read_totals *t)
@@ -732,8 +741,6 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	s->ino = st.st_ino;
 	s->size = (uint64_t)st.st_size;
 	s->flags = extra;
-	if (msq_cfg.stats_path[0])
-		name_of(fd, s->path, sizeof(s->path));
 	s->snap_ahead = ceil_chunk(8 * device_readahead(st.st_dev));
 	if (s->snap_ahead < SNAP_AHEAD_MIN)
 		s->snap_ahead = SNAP_AHEAD_MIN;
@@ -1040,7 +1047,7 @@ void msq_fds_forget(int fd, bool drop)
 		if (s->advised)
 			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
 				  msq_format_size(s->advised, b, sizeof(b)));
-		record_file(s);
+		record_file(fd, s);
 		retire_state(s);
 	}
 }
