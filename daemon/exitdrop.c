@@ -19,13 +19,10 @@
 #include "cycle.h"
 #include "daemon.h"
 #include "exitdrop.h"
+#include "faultin.h"
 #include "log.h"
 #include "refs.h"
 #include "regions.h"
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 
 /*
  * An orphaned region's window, mapped by the daemon at m: the pages cached
@@ -33,9 +30,8 @@
  * are added to o->files (file offsets) for fadvise(DONTNEED), which itself
  * leaves pages mapped by other processes, dirty or under writeback.  The
  * kpageflags check needs page frames, so the cached runs are faulted into
- * the daemon's own mapping (MADV_POPULATE_READ on cached pages reads
- * nothing).  Populating may mark a page accessed: the check then errs
- * towards keeping it.
+ * the daemon's own mapping, in a way that leaves the pages' flags as others
+ * left them (faultin.c): the daemon's own look must not count as a use.
  */
 struct orphan {
 	struct msqd *d;
@@ -43,6 +39,7 @@ struct orphan {
 	const struct msq_stream *s;
 	struct msq_engine *own;
 	struct msq_extents *files;
+	struct msqd_faultin fi;
 };
 
 static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const unsigned char *vec,
@@ -59,8 +56,8 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 
 		/* A run that cannot be looked at is kept. */
 		for (size_t i = 0; i < drop.n && rc == 0; i++)
-			if (msq_sys_madvise((void *)(uintptr_t)drop.v[i].start,
-					    (size_t)(drop.v[i].end - drop.v[i].start), MADV_POPULATE_READ) < 0)
+			if (msqd_faultin(&o->fi, (const void *)(uintptr_t)drop.v[i].start,
+					 (size_t)(drop.v[i].end - drop.v[i].start)) < 0)
 				rc = msq_extents_add(&unseen, drop.v[i].start, drop.v[i].end);
 		for (size_t i = 0; i < unseen.n && rc == 0; i++)
 			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
@@ -88,7 +85,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	const struct msq_stream *s = &r->s;
 	struct msq_extents files = MSQ_EXTENTS_INIT;
 	struct msq_engine own;
-	struct orphan o = { d, g, s, &own, &files };
+	struct orphan o = { d, g, s, &own, &files, { { -1, -1 } } };
 	struct stat st;
 	uint64_t dropped = 0;
 	int fd;
@@ -115,6 +112,10 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	if (g->pol->strong_refs && d->refs_ok) {
 		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0)
 			return true; /* cannot check: keep it all */
+		if (msqd_faultin_open(&o.fi) < 0) {
+			msq_pagemap_close(&own.pm);
+			return true;
+		}
 		own.filter = msqd_refs_filter;
 		own.filter_arg = d;
 	}
@@ -127,6 +128,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 			    (off_t)(files.v[j].end - files.v[j].start), POSIX_FADV_DONTNEED) == 0)
 			dropped += files.v[j].end - files.v[j].start;
 	msq_extents_free(&files);
+	msqd_faultin_close(&o.fi);
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
 	g->dropped += dropped;

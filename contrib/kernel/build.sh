@@ -31,8 +31,11 @@ case $version in
 *)	log "MADVSEQ_KERNEL_VERSION must be 6.12 or 6.1, not '$version'"
 	exit 1 ;;
 esac
-# The guest's configuration: what both versions share, then the version's own.
+# The guest's configuration: what both versions share, then the version's own;
+# the 6.12 kernel also boots tests/guest/run-guest.sh's harness (the host's
+# root over 9p, cgroup v2, the daemon), all built in.
 configs="$here/guest.config $here/guest-$version.config"
+[ "$version" = 6.12 ] && configs="$configs $here/guest-harness.config"
 
 start=$(date +%s)
 mkdir -p "$cache"

@@ -422,6 +422,32 @@ def variant_discovery(a, argv, env, logp):
     return argv, env, None
 
 
+# The kernel variant (contrib/kernel, the 6.12 series): its drop-behind
+# switch, global or per memory cgroup.  A kvariant row runs the stream with
+# neither shim nor daemon and the switch on; kvariant-aside runs it under
+# the shim registered with a discovering daemon, the switch on through the
+# cgroup, to see both step aside.
+KSWITCH_SYSCTL = "/proc/sys/vm/seq_read_dropbehind"
+KSWITCH_MEMCG = "memory.seq_read_dropbehind"
+KSWITCH = {"kvariant": "sysctl", "kvariant-memcg": "memcg", "kvariant-aside": "memcg"}
+
+
+def variant_kvariant(a, argv, env, logp):
+    """Rows "kernel variant": the stream alone, the kernel's switch on
+    (written before the stream, restored after: Bench.kswitch_on)."""
+    if not os.path.exists(KSWITCH_SYSCTL):
+        return None, None, "no vm.seq_read_dropbehind: a kernel without the patch series"
+    return argv, env, None
+
+
+def variant_kvariant_aside(a, argv, env, logp):
+    """Row "kernel variant + shim + daemon": the switch on in the cgroup, the
+    streamer under the shim registered with madvseqd, which also discovers;
+    both must leave the stream to the kernel."""
+    argv, env, why = variant_kvariant(a, argv, env, logp)
+    return variant_daemon(a, argv, env, logp) if not why else (argv, env, why)
+
+
 def start_daemon(a, cg, logp, discover):
     """Start madvseqd for one phase with a configuration that covers only the
     benchmark cgroup; returns a handle for stop_daemon.  It runs outside the
@@ -476,6 +502,9 @@ VARIANTS = {
     "nocache": (variant_nocache, "nocache"),
     "daemon": (variant_daemon, "madvseqd"),
     "discovery": (variant_discovery, "madvseqd discovery"),
+    "kvariant": (variant_kvariant, "kvariant (sysctl)"),
+    "kvariant-memcg": (variant_kvariant, "kvariant (memcg)"),
+    "kvariant-aside": (variant_kvariant_aside, "kvariant+libmadvseq+madvseqd"),
 }
 
 
@@ -614,6 +643,44 @@ class Bench:
             log("warning: victim file only %s cached after warm-up" % fmt_bytes(c))
         self.cg.reset_peak()
 
+    # -- the kernel variant's switch
+    def kswitch_on(self, via):
+        """Turns the kernel's drop-behind on, globally or for the scenario's
+        cgroup; returns what kswitch_restore needs.  Raises OSError where the
+        file is missing or refuses."""
+        path = KSWITCH_SYSCTL if via == "sysctl" else os.path.join(self.cg.path, KSWITCH_MEMCG)
+        old = open(path).read().strip()
+        with open(path, "w") as f:
+            f.write("1")
+        return (path, old)
+
+    @staticmethod
+    def kswitch_restore(saved):
+        path, old = saved
+        try:
+            with open(path, "w") as f:
+                f.write(old)
+        except OSError as e:
+            log("cannot restore %s to %s: %s" % (path, old, e))
+
+    @staticmethod
+    def aside(res, logp):
+        """Whether the shim and the daemon left the stream to the kernel: the
+        shim's stats say kernel_covers=1 and nothing dropped, the daemon's
+        log that the cgroup's mappings are left to the kernel."""
+        st = res.get("shim_stats") or {}
+        try:
+            dlog = open(logp + ".madvseqd.log").read()
+        except OSError:
+            dlog = ""
+        shim_ok = st.get("kernel_covers") == "1" and st.get("bytes_dropped", 0) == 0
+        daemon_ok = "left to the kernel" in dlog
+        return {"ok": shim_ok and daemon_ok,
+                "shim": "kernel_covers=%s dropped %s" % (st.get("kernel_covers", "?"),
+                                                         fmt_bytes(st.get("bytes_dropped", 0)))
+                        if st else "no stats",
+                "daemon": "left to the kernel" if daemon_ok else "did not say it left it to the kernel"}
+
     def victim_argv(self, out, runtime):
         return ["fio", "--name=victim", "--ioengine=psync", "--rw=randread", "--bs=4k",
                 "--filename=%s" % self.a.victim_file, "--size=%d" % self.a.victim_size,
@@ -637,7 +704,7 @@ class Bench:
         if kind is not None:
             argv, _ = STREAMERS[kind][0](a, a.stream_file, logp)
             argv, env, why = VARIANTS[variant][0](a, argv, env, logp)
-            if kind in NO_PRELOAD and variant in ("shim", "nocache", "daemon"):
+            if kind in NO_PRELOAD and variant in ("shim", "nocache", "daemon", "kvariant-aside"):
                 why = "LD_PRELOAD cannot reach a static program"
             prog = argv and (argv[1] if argv[0] == "nocache" else argv[0])
             if not why and os.path.isabs(prog) and not os.access(prog, os.X_OK):
@@ -650,10 +717,18 @@ class Bench:
         log("phase %s (rep %d)" % (name, rep + 1))
         vout = logp + ".victim.json"
         dh = None
+        kswitch = None
         try:
-            if variant in ("daemon", "discovery"):
+            if kind is not None and variant in KSWITCH:
                 try:
-                    dh = start_daemon(a, self.cg, logp, variant == "discovery")
+                    kswitch = self.kswitch_on(KSWITCH[variant])
+                except OSError as e:
+                    res["skip"] = "cannot turn the kernel's switch on: %s" % e
+                    self.results.append(res)
+                    return res
+            if variant in ("daemon", "discovery", "kvariant-aside"):
+                try:
+                    dh = start_daemon(a, self.cg, logp, variant != "daemon")
                 except (RuntimeError, OSError) as e:
                     res["skip"] = str(e)
                     self.results.append(res)
@@ -708,6 +783,8 @@ class Bench:
         finally:
             stop_daemon(dh)
             self.kill_all()
+            if kswitch:
+                self.kswitch_restore(kswitch)
         job = fio_json(vout)
         r = job["read"]
         res.update({
@@ -745,6 +822,8 @@ class Bench:
         if files:
             stats["processes"] = len(files)
             res["shim_stats"] = stats
+        if variant == "kvariant-aside":
+            res["aside"] = self.aside(res, logp)
         log("  victim %.0f IOPS p99 %.1fus cpu %s%s; cgroup cache %s, streamer file cached %s (peak %s)%s" % (
             res["victim_iops"], res["victim_p99_us"],
             "%.0f%% (runq wait %.0f%%)" % (res["victim_cpu_pct"], res["victim_runq_pct"])

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs inside a guest booted by run-guest.sh (chrooted into the host's
 # root, cgroup v2): the shim's and the daemon's test suites and the
-# interference scenario, scaled to the guest, with MGLRU off and on.
+# interference scenario, scaled to the guest, with MGLRU off and on (on the
+# patched kernel also with its drop-behind switch on).
 #
 #   tests/guest/in-guest.sh BUILD [suites] [scenario]
 #
@@ -69,6 +70,13 @@ for w in $what; do
 		[ "$rc" -eq 0 ] || status=1
 		;;
 	scenario)
+		# On the kernel variant (contrib/kernel's 6.12 series) also its
+		# rows: the switch on through the sysctl, through the scenario
+		# cgroup's file, and with the shim and a discovering daemon there
+		# to see them step aside.
+		variants=kernel,shim,daemon,discovery
+		[ -e /proc/sys/vm/seq_read_dropbehind ] &&
+			variants=$variants,kvariant,kvariant-memcg,kvariant-aside
 		for mglru in n y; do
 			if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
 				echo "$mglru" >/sys/kernel/mm/lru_gen/enabled
@@ -82,7 +90,7 @@ for w in $what; do
 			# shellcheck disable=SC2086
 			python3 "$repo/tests/bench/interference.py" \
 				--lib "$build/preload/libmadvseq.so" --daemon "$build/daemon/madvseqd" \
-				--streamers fio-mmap --variants kernel,shim,daemon,discovery \
+				--streamers fio-mmap --variants "$variants" \
 				--reps 1 --passes 1 --alone-seconds 5 --no-cost \
 				--cgroup-parent /sys/fs/cgroup/system.slice --dir /tmp \
 				--discover-interval 200ms --timeout 300 \

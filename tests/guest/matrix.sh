@@ -1,11 +1,17 @@
 #!/bin/sh
 # The whole guest matrix: boots each of Debian's stock kernels (6.12, 6.1)
 # once under qemu (run-guest.sh) and runs in it the shim's and the
-# daemon's suites and the guest-only cgroup v2 tests, then the interference
-# scenario with MGLRU off and on (in-guest.sh); prints the table
-# (table.py) and how long each part took.
+# daemon's tests that use cgroups and the guest-only cgroup v2 tests, then
+# the interference scenario with MGLRU off and on (in-guest.sh); then the
+# kernel variant (6.12-madvseq, contrib/kernel's 6.12 series, when
+# contrib/kernel/build.sh has built it): the scenario, with its switch on
+# and off.  Prints the table (table.py) and how long each part took.
 #
-#   tests/guest/matrix.sh BUILD [KERNEL...]     (default kernels: 6.12 6.1)
+#   tests/guest/matrix.sh BUILD [KERNEL...]
+#
+# Default kernels: 6.12 6.1 6.12-madvseq.  MADVSEQ_GUEST_VARIANT_PARTS
+# says what runs on the kernel variant (default "scenario"; "suites
+# scenario" adds the tests, about 5 minutes).
 #
 # BUILD is a configured and built meson build directory of this tree.
 # Results go to ${MADVSEQ_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-guest}/matrix/KERNEL.
@@ -16,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: matrix.sh BUILD [KERNEL...]" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
-kernels=${*:-6.12 6.1}
+kernels=${*:-6.12 6.1 6.12-madvseq}
 cache=${MADVSEQ_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-guest}
 [ -f "$build/preload/libmadvseq.so" ] && [ -x "$build/daemon/madvseqd" ] ||
 	{ echo "matrix.sh: $build is not built (ninja -C $build)"; exit 77; }
@@ -27,12 +33,15 @@ for k in $kernels; do
 	ts=$(date +%s)
 	out=$cache/matrix/$k
 	mkdir -p "$out"
-	"$here/run-guest.sh" --out "$out" "$k" -- sh "$here/in-guest.sh" "$build" suites scenario
+	parts="suites scenario"
+	[ "$k" = 6.12-madvseq ] && parts=${MADVSEQ_GUEST_VARIANT_PARTS:-scenario}
+	# shellcheck disable=SC2086
+	"$here/run-guest.sh" --out "$out" "$k" -- sh "$here/in-guest.sh" "$build" $parts
 	rc=$?
 	echo "matrix.sh: TIME kernel $k $(($(date +%s) - ts))s (status $rc)"
 	case $rc in
 	0) booted=1 ;;
-	77) continue ;;
+	77) echo "matrix.sh: kernel $k skipped (see run-guest.sh's reason above)"; continue ;;
 	*) booted=1; status=1 ;;
 	esac
 	runs="$runs $k=$out"
@@ -41,6 +50,7 @@ done
 echo
 echo "matrix.sh: suites"
 for r in $runs; do
+	[ -f "${r#*=}/suites.log" ] || { echo "${r%%=*}: (no tests run)"; continue; }
 	echo "${r%%=*}: $(grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' "${r#*=}/suites.log" | tr -s ' ' | tr '\n' ' ')"
 done
 echo

@@ -7,8 +7,11 @@
 #   tests/guest/run-guest.sh [options] KERNEL [--] COMMAND [ARG...]
 #
 # KERNEL is 6.12 (the newest linux-image-6.12.*-amd64-unsigned apt offers,
-# bookworm-backports / bookworm-security) or 6.1 (the newest
-# linux-image-6.1.0-*-amd64-unsigned).  COMMAND runs as root in the current
+# bookworm-backports / bookworm-security), 6.1 (the newest
+# linux-image-6.1.0-*-amd64-unsigned) or 6.12-madvseq: the kernel variant,
+# Debian's linux-source-6.12 with contrib/kernel/patches-6.12, as
+# contrib/kernel/build.sh builds it (everything built in, no modules; exit
+# 77 when it is not built).  COMMAND runs as root in the current
 # directory (the same path inside the guest), in the root cgroup; its
 # output is printed as it runs, and files it writes to /msq-out in the
 # guest land in the result directory (--out).
@@ -27,9 +30,13 @@
 #   MADVSEQ_GUEST_TIMEOUT  seconds before the guest is killed (default 1800)
 #   MADVSEQ_QEMU_ACCEL     qemu accelerator (default tcg: KVM does not work
 #                          on the machines this was written on)
+#   MADVSEQ_KERNEL_BUILD   contrib/kernel/build.sh's directory, for
+#                          6.12-madvseq (default
+#                          ${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel-6.12)
 #
 # Exit status: the command's, 77 (skip) when qemu, busybox or the kernel
-# package are missing and cannot be installed, 125 when the guest failed
+# package (or the kernel variant's build) are missing and cannot be
+# installed, 125 when the guest failed
 # before or around the command.
 set -u
 
@@ -69,7 +76,8 @@ shift
 case $kver in
 6.12) pattern='^linux-image-6\.12\.[0-9]+\+deb[0-9]+-amd64-unsigned$' ;;
 6.1) pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
-*) die "kernel: 6.12 or 6.1, not '$kver'" ;;
+6.12-madvseq) pattern="" ;;
+*) die "kernel: 6.12, 6.1 or 6.12-madvseq, not '$kver'" ;;
 esac
 case $mglru in "" | y | n) ;; *) die "--mglru: y or n" ;; esac
 
@@ -96,77 +104,109 @@ if [ -n "$need" ]; then
 		skip "cannot install$need (see $cache/apt.log)"
 fi
 
-# --- the kernel package: the newest apt offers, else the newest unpacked --
-pkg=$(apt-cache search --names-only "$pattern" 2>/dev/null | cut -d' ' -f1 | sort -V | tail -n 1)
-kdir=""
-if [ -n "$pkg" ]; then
-	kdir=$cache/$pkg
-	if [ ! -f "$kdir/.unpacked" ]; then
-		log "fetching $pkg"
-		rm -rf "$cache/debs.tmp" && mkdir -p "$cache/debs.tmp" &&
-			(cd "$cache/debs.tmp" && apt-get download -q "$pkg" >/dev/null 2>&1) &&
-			deb=$(ls "$cache"/debs.tmp/*.deb) || deb=""
-		if [ -n "$deb" ]; then
-			log "unpacking $(basename "$deb")"
-			rm -rf "$kdir" && mkdir -p "$kdir" && dpkg-deb -x "$deb" "$kdir/root" &&
-				touch "$kdir/.unpacked" || die "cannot unpack $deb"
-			rm -rf "$cache/debs.tmp"
-		else
-			kdir=""
+if [ "$kver" = 6.12-madvseq ]; then
+	# --- the kernel variant: build.sh's bzImage, its modules built in --------
+	kbuild=${MADVSEQ_KERNEL_BUILD:-${XDG_CACHE_HOME:-$HOME/.cache}/madvseq-kernel-6.12}
+	vmlinuz=$kbuild/bzImage
+	[ -f "$vmlinuz" ] ||
+		skip "the kernel variant is not built ($vmlinuz missing): run contrib/kernel/build.sh"
+	[ "$vmlinuz" -nt "$kbuild/obj/.config" ] ||
+		skip "$vmlinuz is older than its configuration: contrib/kernel/build.sh has not finished"
+	# A bzImage of the small configuration (before guest-harness.config)
+	# cannot mount the host's root: no 9p, no overlayfs.
+	for sym in CONFIG_9P_FS CONFIG_OVERLAY_FS CONFIG_UNIX_DIAG CONFIG_PSI; do
+		grep -qx "$sym=y" "$kbuild/obj/.config" 2>/dev/null ||
+			skip "the kernel variant in $kbuild was built without $sym: rebuild it with contrib/kernel/build.sh"
+	done
+	krel="$(sed -n 's/^# Linux\/x86 \([^ ]*\) Kernel Configuration$/\1/p' "$kbuild/obj/.config")-madvseq"
+	kdir=$cache/$kver
+	initrd=$kdir/initramfs.cpio.gz
+	if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
+		log "making the initramfs for $kver (no modules)"
+		ir=$kdir/initramfs
+		rm -rf "$ir" && mkdir -p "$ir/bin" "$ir/proc" "$ir/sys" "$ir/dev" || die "cannot create $ir"
+		cp /bin/busybox "$ir/bin/busybox"
+		for app in $("$ir/bin/busybox" --list); do
+			[ "$app" = busybox ] || ln -s busybox "$ir/bin/$app"
+		done
+		cp "$here/guest-init.sh" "$ir/init" && chmod 755 "$ir/init"
+		: >"$ir/modules.order"
+		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp" &&
+			mv "$initrd.tmp" "$initrd" || die "cannot make the initramfs"
+	fi
+else
+	# --- the kernel package: the newest apt offers, else the newest unpacked --
+	pkg=$(apt-cache search --names-only "$pattern" 2>/dev/null | cut -d' ' -f1 | sort -V | tail -n 1)
+	kdir=""
+	if [ -n "$pkg" ]; then
+		kdir=$cache/$pkg
+		if [ ! -f "$kdir/.unpacked" ]; then
+			log "fetching $pkg"
+			rm -rf "$cache/debs.tmp" && mkdir -p "$cache/debs.tmp" &&
+				(cd "$cache/debs.tmp" && apt-get download -q "$pkg" >/dev/null 2>&1) &&
+				deb=$(ls "$cache"/debs.tmp/*.deb) || deb=""
+			if [ -n "$deb" ]; then
+				log "unpacking $(basename "$deb")"
+				rm -rf "$kdir" && mkdir -p "$kdir" && dpkg-deb -x "$deb" "$kdir/root" &&
+					touch "$kdir/.unpacked" || die "cannot unpack $deb"
+				rm -rf "$cache/debs.tmp"
+			else
+				kdir=""
+			fi
 		fi
 	fi
-fi
-if [ -z "$kdir" ]; then
-	kdir=$(ls -d "$cache"/linux-image-*/.unpacked 2>/dev/null | sed 's|/.unpacked$||' |
-	       grep -E "/${pattern#^}" | sort -V | tail -n 1)
-	[ -n "$kdir" ] || skip "no $kver kernel package: apt has none matching $pattern"
-	log "apt offers no $kver kernel now; using $(basename "$kdir") unpacked before"
-fi
-vmlinuz=$(ls "$kdir"/root/boot/vmlinuz-* 2>/dev/null | head -n 1)
-[ -n "$vmlinuz" ] || die "no vmlinuz in $kdir"
-krel=${vmlinuz##*/vmlinuz-}
+	if [ -z "$kdir" ]; then
+		kdir=$(ls -d "$cache"/linux-image-*/.unpacked 2>/dev/null | sed 's|/.unpacked$||' |
+		       grep -E "/${pattern#^}" | sort -V | tail -n 1)
+		[ -n "$kdir" ] || skip "no $kver kernel package: apt has none matching $pattern"
+		log "apt offers no $kver kernel now; using $(basename "$kdir") unpacked before"
+	fi
+	vmlinuz=$(ls "$kdir"/root/boot/vmlinuz-* 2>/dev/null | head -n 1)
+	[ -n "$vmlinuz" ] || die "no vmlinuz in $kdir"
+	krel=${vmlinuz##*/vmlinuz-}
 
-# --- initramfs: busybox, the modules the guest needs, guest-init.sh -------
-initrd=$kdir/initramfs.cpio.gz
-if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
-	log "making the initramfs for $krel"
-	mods=$kdir/root/lib/modules/$krel
-	[ -f "$mods/modules.dep" ] || depmod -b "$kdir/root" "$krel" || die "depmod failed"
-	ir=$kdir/initramfs
-	rm -rf "$ir" && mkdir -p "$ir/bin" "$ir/lib/modules" "$ir/proc" "$ir/sys" "$ir/dev"
-	cp /bin/busybox "$ir/bin/busybox"
-	for app in $("$ir/bin/busybox" --list); do
-		[ "$app" = busybox ] || ln -s busybox "$ir/bin/$app"
-	done
-	cp "$here/guest-init.sh" "$ir/init" && chmod 755 "$ir/init"
-	: >"$ir/modules.order"
-	# modprobe prints "insmod PATH" for each module, dependencies first, and
-	# "builtin NAME" for what the kernel has built in.  Debian's 6.12
-	# modules are xz-compressed; they are unpacked here so that the
-	# initramfs does not depend on the kernel's or busybox's decompressor.
-	# (crc32c: ext4's checksums, requested by name at mount time;
-	# unix_diag: madvseqd identifies its clients through sock_diag where
-	# SO_PEERPIDFD is missing (before 6.5); on a host modprobe loads it on
-	# demand, here nothing would)
-	for m in virtio_pci virtio_blk crc32c_generic crc32c_intel ext4 9pnet_virtio 9p overlay \
-		unix_diag; do
-		modprobe -d "$kdir/root" -S "$krel" --show-depends "$m" 2>/dev/null ||
-			log "no module $m in $krel (built in, or not needed)"
-	done | sed -n 's/^insmod \([^ ]*\).*/\1/p' | while read -r ko; do
-		name=$(basename "$ko")
-		name=${name%.xz}
-		name=${name%.zst}
-		grep -qx "$name" "$ir/modules.order" && continue
-		case $ko in
-		*.xz) xz -dc "$ko" >"$ir/lib/modules/$name" ;;
-		*.zst) zstd -qdc "$ko" >"$ir/lib/modules/$name" ;;
-		*) cp "$ko" "$ir/lib/modules/$name" ;;
-		esac || exit 1
-		echo "$name" >>"$ir/modules.order"
-	done || die "cannot copy the modules"
-	log "modules: $(tr '\n' ' ' <"$ir/modules.order")"
-	(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp" &&
-		mv "$initrd.tmp" "$initrd" || die "cannot make the initramfs"
+	# --- initramfs: busybox, the modules the guest needs, guest-init.sh -------
+	initrd=$kdir/initramfs.cpio.gz
+	if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
+		log "making the initramfs for $krel"
+		mods=$kdir/root/lib/modules/$krel
+		[ -f "$mods/modules.dep" ] || depmod -b "$kdir/root" "$krel" || die "depmod failed"
+		ir=$kdir/initramfs
+		rm -rf "$ir" && mkdir -p "$ir/bin" "$ir/lib/modules" "$ir/proc" "$ir/sys" "$ir/dev"
+		cp /bin/busybox "$ir/bin/busybox"
+		for app in $("$ir/bin/busybox" --list); do
+			[ "$app" = busybox ] || ln -s busybox "$ir/bin/$app"
+		done
+		cp "$here/guest-init.sh" "$ir/init" && chmod 755 "$ir/init"
+		: >"$ir/modules.order"
+		# modprobe prints "insmod PATH" for each module, dependencies first, and
+		# "builtin NAME" for what the kernel has built in.  Debian's 6.12
+		# modules are xz-compressed; they are unpacked here so that the
+		# initramfs does not depend on the kernel's or busybox's decompressor.
+		# (crc32c: ext4's checksums, requested by name at mount time;
+		# unix_diag: madvseqd identifies its clients through sock_diag where
+		# SO_PEERPIDFD is missing (before 6.5); on a host modprobe loads it on
+		# demand, here nothing would)
+		for m in virtio_pci virtio_blk crc32c_generic crc32c_intel ext4 9pnet_virtio 9p overlay \
+			unix_diag; do
+			modprobe -d "$kdir/root" -S "$krel" --show-depends "$m" 2>/dev/null ||
+				log "no module $m in $krel (built in, or not needed)"
+		done | sed -n 's/^insmod \([^ ]*\).*/\1/p' | while read -r ko; do
+			name=$(basename "$ko")
+			name=${name%.xz}
+			name=${name%.zst}
+			grep -qx "$name" "$ir/modules.order" && continue
+			case $ko in
+			*.xz) xz -dc "$ko" >"$ir/lib/modules/$name" ;;
+			*.zst) zstd -qdc "$ko" >"$ir/lib/modules/$name" ;;
+			*) cp "$ko" "$ir/lib/modules/$name" ;;
+			esac || exit 1
+			echo "$name" >>"$ir/modules.order"
+		done || die "cannot copy the modules"
+		log "modules: $(tr '\n' ' ' <"$ir/modules.order")"
+		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp" &&
+			mv "$initrd.tmp" "$initrd" || die "cannot make the initramfs"
+	fi
 fi
 
 # --- scratch disk (fresh each boot, sparse) and the result directory ------

@@ -7,8 +7,10 @@ of the interference scenario, from interference.py's --json files.
 
 DIR is a guest's result directory (run-guest.sh --out) holding
 scenario-mglru-{n,y,absent}.json.  Prints the table; exits 1 when a row
-with libmadvseq (shim, daemon, discovery) kept less than --min-resident of
-the victim's file resident at its lowest, or a row is missing."""
+with libmadvseq (shim, daemon, discovery) or the kernel variant's switch on
+kept less than --min-resident of the victim's file resident at its lowest,
+when the shim or the daemon did not step aside where the switch was on, or
+when a row is missing."""
 
 import argparse
 import json
@@ -17,7 +19,11 @@ import sys
 
 M = 1 << 20
 LABEL = {"kernel": "kernel alone", "shim": "shim", "daemon": "daemon (registered)",
-         "discovery": "daemon (discovery)"}
+         "discovery": "daemon (discovery)", "kvariant": "kvariant (sysctl)",
+         "kvariant-memcg": "kvariant (memcg)", "kvariant-aside": "kvariant+shim+daemon"}
+# Rows that must keep the victim: libmadvseq's, and the kernel variant's
+# with its switch on.
+PROTECTED = ("shim", "daemon", "discovery", "kvariant", "kvariant-memcg", "kvariant-aside")
 
 
 def main():
@@ -39,10 +45,10 @@ def main():
         else:
             continue
         break
-    fmt = "| %-7s | %-5s | %-20s | %9s | %9s | %8s | %9s | %9s |"
+    fmt = "| %-12s | %-5s | %-20s | %9s | %9s | %8s | %9s | %9s |"
     print(fmt % ("kernel", "MGLRU", "variant", "victim", "victim", "victim", "victim", "stream"))
     print(fmt % ("", "", "", "res. min", "p99 us", "IOPS", "disk rd", "MB/s"))
-    print("|" + "|".join("-" * (w + 2) for w in (7, 5, 20, 9, 9, 8, 9, 9)) + "|")
+    print("|" + "|".join("-" * (w + 2) for w in (12, 5, 20, 9, 9, 8, 9, 9)) + "|")
     bad = []
     for run in a.runs:
         kernel, d = run.split("=", 1)
@@ -60,7 +66,7 @@ def main():
                 if r.get("skip") or r.get("error"):
                     print(fmt % (kernel, mg, label, "-", "-", "-", "-", "-") + " " +
                           (r.get("skip") or r.get("error")))
-                    if variant in ("shim", "daemon", "discovery"):
+                    if variant in PROTECTED and not (r.get("skip") or "").startswith("no vm.seq_read"):
                         bad.append("%s MGLRU %s %s: %s" % (kernel, mg, label, r.get("skip") or r.get("error")))
                     continue
                 vmin = r.get("victim_cached_min")
@@ -73,8 +79,13 @@ def main():
                              "%.0f" % r["victim_p99_us"] if r.get("victim_p99_us") is not None else "-",
                              "%.0f" % r["victim_iops"] if r.get("victim_iops") is not None else "-",
                              "%.1fM" % (disk / M) if disk is not None else "-",
-                             "%.0f" % r["stream_mbs"] if r.get("stream_mbs") else "-"))
-                if variant in ("shim", "daemon", "discovery") and (frac is None or frac < a.min_resident):
+                             "%.0f" % r["stream_mbs"] if r.get("stream_mbs") else "-") +
+                      (" aside: shim %s; daemon %s" % (r["aside"]["shim"], r["aside"]["daemon"])
+                       if r.get("aside") else ""))
+                if r.get("aside") and not r["aside"]["ok"]:
+                    bad.append("%s MGLRU %s %s: the shim or the daemon did not step aside (%s; %s)" % (
+                        kernel, mg, label, r["aside"]["shim"], r["aside"]["daemon"]))
+                if variant in PROTECTED and (frac is None or frac < a.min_resident):
                     bad.append("%s MGLRU %s %s: victim kept %s (< %.2f)" % (
                         kernel, mg, label, "%.3f" % frac if frac is not None else "?", a.min_resident))
     for b in bad:
