@@ -137,9 +137,11 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 	t0 = msqd_now_ns();
 	rc = cycle_region(d, c, &part, true);
 	/* (What a client finds cached after its munmap is explained here.) */
+	/* (kept: strong references, and what stayed mapped after the advice) */
 	log_debug("pid %d: final drop of %#llx-%#llx: %lld KiB dropped, %llu KiB kept (%s), %llu us",
 		  (int)c->pid, (unsigned long long)start, (unsigned long long)end,
-		  (long long)(rc > 0 ? rc >> 10 : 0), (unsigned long long)(part.st.kept >> 10),
+		  (long long)(rc > 0 ? rc >> 10 : 0),
+		  (unsigned long long)(msq_extents_total(&part.kept) >> 10),
 		  rc < 0 ? strerror((int)-rc) : "ok", (unsigned long long)((msqd_now_ns() - t0) / 1000));
 	msq_stream_free(&part);
 	if (rc == -ESRCH)

@@ -724,14 +724,23 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 # The wait is bounded (50 ms): a daemon that is not
                 # scheduled in time (sanitizers, a loaded machine) leaves
                 # part of the last lag, and the shim says so.
+                # What it kept (strong references, or still mapped) stays;
+                # and MADV_PAGEOUT unmaps a folio that someone holds for a
+                # moment but cannot free it: unmapped, it stays cached where
+                # no pagemap shows it (one 2 MiB folio in two CI runs of
+                # many, with "16384 KiB dropped, 0 KiB kept" logged).
+                final = [l for l in open(d.log).read().splitlines()
+                         if ("pid %d: final drop of" % p.pid) in l]
+                print("\n".join(final) or "(the daemon logged no final drop)")
+                kept = sum(int(m.group(1)) * 1024 for m in
+                           (re.search(r"(\d+) KiB kept", l) for l in final) if m)
                 if "did not confirm the final drop" in err:
                     print("note: the shim's wait for the final drop timed out")
                     check(after <= lag, "the final drop, not waited for to its end, left %dK cached "
                           "(<= the lag)" % (after // 1024))
                 else:
-                    check(after <= M, "the daemon's final drop at munmap left %dK cached" % (after // 1024))
-                final = [l for l in open(d.log).read().splitlines() if "final drop of" in l]
-                print("\n".join(final[-3:]) or "(the daemon logged no final drop)")
+                    check(final and after <= 2 * M + kept, "the daemon's final drop at munmap left %dK "
+                          "cached (<= one large folio + the %dK it kept)" % (after // 1024, kept // 1024))
             if kill_daemon:
                 check("madvseqd at %s does the work" % d.sock in err and
                       err.count("does the work") >= 2, "the shim handed over, carried on alone, "
