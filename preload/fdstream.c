@@ -364,6 +364,17 @@ static void name_of(int fd, const struct msq_fd *s, char *buf, size_t len)
 	n = MSQ_SYSCALL(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
 	if (n < 0)
 		n = 0;
+	if (n == (long)len - 1) {
+		/* Cut short: not in the middle of a UTF-8 sequence. */
+		long i = n - 1;
+		unsigned char lead;
+
+		while (i > 0 && ((unsigned char)buf[i] & 0xc0) == 0x80)
+			i--;
+		lead = (unsigned char)buf[i];
+		if (lead >= 0xc0 && n - i < (lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2))
+			n = i;
+	}
 	buf[n] = '\0';
 	for (long i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < 32 || buf[i] == 127)

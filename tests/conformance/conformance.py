@@ -192,7 +192,8 @@ def stats_totals(pattern):
     for path in stats_files(pattern):
         tot["processes"] += 1
         try:
-            for line in open(path):
+            # (its file= lines end with file names, which are bytes)
+            for line in open(path, errors="replace"):
                 k, _, v = line.strip().partition("=")
                 if k in tot and v.isdigit():
                     tot[k] += int(v)
