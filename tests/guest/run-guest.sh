@@ -57,6 +57,25 @@ die() {
 }
 now() { date +%s; }
 
+# An initramfs tree at $1: static busybox with its applets, guest-init.sh as
+# /init, an empty modules.order (guest-init.sh loads what it lists).
+initramfs_skeleton() {
+	rm -rf "$1" && mkdir -p "$1/bin" "$1/lib/modules" "$1/proc" "$1/sys" "$1/dev" ||
+		die "cannot create $1"
+	cp /bin/busybox "$1/bin/busybox"
+	for app in $("$1/bin/busybox" --list); do
+		[ "$app" = busybox ] || ln -s busybox "$1/bin/$app"
+	done
+	cp "$here/guest-init.sh" "$1/init" && chmod 755 "$1/init"
+	: >"$1/modules.order"
+}
+
+# The tree $1 packed into the initramfs file $2.
+initramfs_pack() {
+	(cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2.tmp" &&
+		mv "$2.tmp" "$2" || die "cannot make the initramfs"
+}
+
 while [ $# -gt 0 ]; do
 	case $1 in
 	--mglru) mglru=$2; shift 2 ;;
@@ -123,16 +142,8 @@ if [ "$kver" = 6.12-madvseq ]; then
 	initrd=$kdir/initramfs.cpio.gz
 	if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
 		log "making the initramfs for $kver (no modules)"
-		ir=$kdir/initramfs
-		rm -rf "$ir" && mkdir -p "$ir/bin" "$ir/proc" "$ir/sys" "$ir/dev" || die "cannot create $ir"
-		cp /bin/busybox "$ir/bin/busybox"
-		for app in $("$ir/bin/busybox" --list); do
-			[ "$app" = busybox ] || ln -s busybox "$ir/bin/$app"
-		done
-		cp "$here/guest-init.sh" "$ir/init" && chmod 755 "$ir/init"
-		: >"$ir/modules.order"
-		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp" &&
-			mv "$initrd.tmp" "$initrd" || die "cannot make the initramfs"
+		initramfs_skeleton "$kdir/initramfs"
+		initramfs_pack "$kdir/initramfs" "$initrd"
 	fi
 else
 	# --- the kernel package: the newest apt offers, else the newest unpacked --
@@ -172,13 +183,7 @@ else
 		mods=$kdir/root/lib/modules/$krel
 		[ -f "$mods/modules.dep" ] || depmod -b "$kdir/root" "$krel" || die "depmod failed"
 		ir=$kdir/initramfs
-		rm -rf "$ir" && mkdir -p "$ir/bin" "$ir/lib/modules" "$ir/proc" "$ir/sys" "$ir/dev"
-		cp /bin/busybox "$ir/bin/busybox"
-		for app in $("$ir/bin/busybox" --list); do
-			[ "$app" = busybox ] || ln -s busybox "$ir/bin/$app"
-		done
-		cp "$here/guest-init.sh" "$ir/init" && chmod 755 "$ir/init"
-		: >"$ir/modules.order"
+		initramfs_skeleton "$ir"
 		# modprobe prints "insmod PATH" for each module, dependencies first, and
 		# "builtin NAME" for what the kernel has built in.  Debian's 6.12
 		# modules are xz-compressed; they are unpacked here so that the
@@ -204,8 +209,7 @@ else
 			echo "$name" >>"$ir/modules.order"
 		done || die "cannot copy the modules"
 		log "modules: $(tr '\n' ' ' <"$ir/modules.order")"
-		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp" &&
-			mv "$initrd.tmp" "$initrd" || die "cannot make the initramfs"
+		initramfs_pack "$ir" "$initrd"
 	fi
 fi
 
