@@ -215,7 +215,10 @@ def phase(h, a, c, kind, variant):
         if argv:
             errp = os.path.join(a.log_dir, tag + ".stderr")
             with open(errp, "w") as err:
-                s = h.spawn(argv, env=env, cg=h.stream_cg(variant), stderr=err)
+                # The client writes the copy: on the stream's CPUs, as
+                # every other benchmark's stream (benchlib.finish_args).
+                s = h.spawn(argv, env=env, cg=h.stream_cg(variant), cpus=a.stream_cpus,
+                            stderr=err)
                 while s.poll() is None:
                     # The server reads for the backup: its walsender or the
                     # backends pg_dumpall talks to.  They run on the
