@@ -33,6 +33,29 @@ def tool(var):
     return p
 
 
+# Under emulation (tests/guest boots kernels under qemu's TCG) every
+# instruction runs 10-30 times slower while a paced streamer keeps the wall
+# clock's pace: it would move many times further per daemon cycle than on
+# a real machine, and the bounds on what is cached while streaming would
+# measure the emulator.  MADVSEQ_TEST_SLOWDOWN=N (the guest harness sets
+# it) divides the streamers' rates by N instead, so those bounds keep
+# their meaning.
+SLOWDOWN = max(1.0, float(os.environ.get("MADVSEQ_TEST_SLOWDOWN") or 1))
+
+
+def rate(mib_per_s):
+    """A streamer's MIB_PER_SEC argument, scaled by MADVSEQ_TEST_SLOWDOWN."""
+    return str(max(1, round(mib_per_s / SLOWDOWN)))
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def need_root():
     if os.geteuid() != 0:
         skip("the daemon tests need root (process_madvise on other processes, cgroups)")
@@ -648,9 +671,9 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
             evict(data)
             stats = os.path.join(wd.path, "shim.stats")
             if static:
-                cmd, env = [tool("STREAMER_STATIC"), data, "300" if trigger else "100", "1500"], plain_env()
+                cmd, env = [tool("STREAMER_STATIC"), data, rate(300 if trigger else 100), "1500"], plain_env()
             else:
-                cmd = [tool("STREAMER"), data, "100", "1500"]
+                cmd = [tool("STREAMER"), data, rate(100), "1500"]
                 env = shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_STATS=stats, MADVSEQ_DEBUG=1)
             mon = Monitor(data)
             p = stream(cmd, env, cg)
@@ -812,7 +835,7 @@ def case_final_drop(end):
         data = wd.file("data", size)
         d = Daemon(wd.path, "[/*]\nmode = pageout\n")
         evict(data)
-        p = subprocess.run([tool("STREAMER"), data, "200", "300", "1", end],
+        p = subprocess.run([tool("STREAMER"), data, rate(200), "300", "1", end],
                            env=shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_DEBUG="1"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         left = cached(data)
@@ -850,7 +873,7 @@ def case_cgroup_removed():
         try:
             d = Daemon(wd.path, "[test]\nmatch = %s\nmode = pageout\n" % cg_glob(cg))
             evict(data)
-            p = stream([tool("STREAMER"), data, "200", "0", "1"], shim_env(MADVSEQ_SOCKET=d.sock), cg)
+            p = stream([tool("STREAMER"), data, rate(200), "0", "1"], shim_env(MADVSEQ_SOCKET=d.sock), cg)
             p.communicate(timeout=60)
             st = d.status()
             check(name in st, "the cgroup is in the status while it has a stream")
@@ -912,8 +935,10 @@ def orphan_kill(streaming, namespace=False):
         evict(data)
         extra = {"MADVSEQ_SOCKET": d.sock, "MADVSEQ_DEBUG": "1"}
         if streaming:
-            extra["STREAMER_BALLAST_MIB"] = "2048"
-        cmd = [tool("STREAMER"), data, "100" if streaming else "200", "10000"]
+            # 2 GiB, or a quarter of what the machine has free (a guest):
+            # either takes the kernel tens of milliseconds to tear down.
+            extra["STREAMER_BALLAST_MIB"] = str(min(2048, mem_available() // 4 // M))
+        cmd = [tool("STREAMER"), data, rate(100 if streaming else 200), "10000"]
         if namespace:
             if not shutil.which("unshare"):
                 skip("no unshare(1) here (util-linux)")
@@ -1063,7 +1088,7 @@ def case_strong_refs():
             d.stop()
             skip("no kpageflags here: %s" % d.status().splitlines()[1])
         evict(data)
-        p = stream([tool("STREAMER"), data, "60", "1500"],
+        p = stream([tool("STREAMER"), data, rate(60), "1500"],
                    shim_env(MADVSEQ_SOCKET=d.sock))
         # Once the daemon has the region (so the pages are not "cached
         # before"), another reader keeps reading the last 32M with read():
@@ -1118,7 +1143,7 @@ def case_hostile(what):
             extra = ["1000"]
         elif what == "lie-pid":
             # A real shimmed victim maps the file; the liar claims its pid.
-            victim = stream([tool("STREAMER"), data, "8", "0"], plain_env())
+            victim = stream([tool("STREAMER"), data, rate(8), "0"], plain_env())
             line = victim.stdout.readline()
             m = re.search(r"pid=(\d+) map=(0x[0-9a-f]+) len=(\d+)", line)
             extra = [m.group(1), m.group(2), m.group(3), data]

@@ -24,7 +24,12 @@
 #                           each under emulation: an hour)
 #   MADVSEQ_GUEST_SCENARIO  arguments for tests/bench/interference.py that
 #                           replace the sizes below
+#   MADVSEQ_TEST_SLOWDOWN   what the daemon tests divide their streamers'
+#                           rates by (default 4 here: under emulation the
+#                           daemon runs 10-30 times slower, a paced stream
+#                           does not; see tests/daemon/test_daemon.py)
 set -u
+export MADVSEQ_TEST_SLOWDOWN="${MADVSEQ_TEST_SLOWDOWN:-4}"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd) || exit 125
