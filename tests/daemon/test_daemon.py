@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from msqtest import (M, Cgroup, Monitor, Workdir, cached, check, done, evict, marked_in_use,
-                     plain_env, shim_env, skip)
+                     plain_env, rate, shim_env, skip)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures")
@@ -31,21 +31,6 @@ def tool(var):
     if not p or not os.path.exists(p):
         skip("%s does not name a built program" % var)
     return p
-
-
-# Under emulation (tests/guest boots kernels under qemu's TCG) every
-# instruction runs 10-30 times slower while a paced streamer keeps the wall
-# clock's pace: it would move many times further per daemon cycle than on
-# a real machine, and the bounds on what is cached while streaming would
-# measure the emulator.  MADVSEQ_TEST_SLOWDOWN=N (the guest harness sets
-# it) divides the streamers' rates by N instead, so those bounds keep
-# their meaning.
-SLOWDOWN = max(1.0, float(os.environ.get("MADVSEQ_TEST_SLOWDOWN") or 1))
-
-
-def rate(mib_per_s):
-    """A streamer's MIB_PER_SEC argument, scaled by MADVSEQ_TEST_SLOWDOWN."""
-    return str(max(1, round(mib_per_s / SLOWDOWN)))
 
 
 def mem_available():

@@ -36,6 +36,21 @@ class _Cs(ctypes.Structure):
                 ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
 
 
+# Under emulation (tests/guest boots kernels under qemu's TCG) every
+# instruction runs 10-30 times slower while a paced streamer keeps the wall
+# clock's pace: it would move many times further per engine or daemon
+# cycle than on a real machine, and the bounds on what is cached while
+# streaming would measure the emulator.  MADVSEQ_TEST_SLOWDOWN=N (the guest
+# harness sets it) divides the streamers' rates by N instead, so those
+# bounds keep their meaning.
+SLOWDOWN = max(1.0, float(os.environ.get("MADVSEQ_TEST_SLOWDOWN") or 1))
+
+
+def rate(mib_per_s):
+    """A streamer's rate argument (MiB/s), divided by MADVSEQ_TEST_SLOWDOWN."""
+    return str(max(1, round(mib_per_s / SLOWDOWN)))
+
+
 def skip(why):
     print("SKIP: " + why)
     sys.exit(77)

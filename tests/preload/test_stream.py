@@ -9,7 +9,7 @@ usage: test_stream.py SEQCLIENT VARIANT"""
 import os
 import sys
 
-from msqtest import (M, Workdir, cached, check, done, evict, plain_env, read_ahead_bytes,
+from msqtest import (M, Workdir, cached, check, done, evict, plain_env, rate, read_ahead_bytes,
                      run, shim_env, values)
 
 SIZE = 256 * M
@@ -48,7 +48,7 @@ def main():
         env = plain_env() if extra is None else shim_env(MADVSEQ_STATS=stats, **extra)
         # Paced like a disk, so that what the bounds below measure is the
         # engine, not how long a loaded machine left it without a CPU.
-        p = run([client, "--hold-ms", "200", "--rate", str(RATE_MBPS)] + args + [path], env)
+        p = run([client, "--hold-ms", "200", "--rate", rate(RATE_MBPS)] + args + [path], env)
         check(p.returncode == 0, "client exits 0")
         v = values(p.stdout)
         passes = int(args[args.index("--passes") + 1]) if "--passes" in args else 1
