@@ -214,7 +214,7 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 static int advise(struct msq_engine *e, const struct msq_extents *set, int advice)
 {
 	struct iovec iov[MAX_IOV];
-	size_t n = 0;
+	size_t n = 0, want = 0;
 
 	if (MSQ_FAULT("madvseq/madvise"))
 		return -EAGAIN;
@@ -230,21 +230,31 @@ static int advise(struct msq_engine *e, const struct msq_extents *set, int advic
 			continue;
 		}
 		iov[n++] = (struct iovec){ a, len };
+		want += len;
 		if (n == MAX_IOV || i + 1 == set->n) {
 			struct timespec t0, t1;
+			ssize_t got;
 			int rc = 0;
 
 			/* The CPU the call costs us: mostly the reclaim
 			 * MADV_PAGEOUT does in the caller's context. */
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-			if (msq_process_madvise(e->pidfd, iov, n, advice) < 0)
+			got = msq_process_madvise(e->pidfd, iov, n, advice);
+			if (got < 0)
 				rc = -errno;
+			else if ((size_t)got < want)
+				/* The kernel stopped at a range it could not
+				 * advise and returns what it did before: the
+				 * rest was not advised.  A failed cycle, not
+				 * pages that "stayed mapped" (kept). */
+				rc = -EAGAIN;
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 			e->advice_cpu_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000L +
 						       (t1.tv_nsec - t0.tv_nsec));
 			if (rc < 0)
 				return rc;
 			n = 0;
+			want = 0;
 		}
 	}
 	return 0;
