@@ -560,24 +560,33 @@ class VictimSched:
             self.last = (time.monotonic(), r)
 
     def _read(self):
+        """(on-CPU ns, runqueue ns, read_bytes), each None where the kernel
+        has no such file (schedstat needs CONFIG_SCHED_INFO, io
+        CONFIG_TASK_IO_ACCOUNTING: a small guest kernel may have one and
+        not the other); None when the job has gone."""
+        cpu = wait = rb = None
         try:
-            cpu, wait = open("/proc/%d/schedstat" % self.job).read().split()[:2]
-            rb = 0
+            cpu, wait = (int(x) for x in open("/proc/%d/schedstat" % self.job).read().split()[:2])
+        except (OSError, ValueError):
+            pass
+        try:
             for line in open("/proc/%d/io" % self.job):
                 if line.startswith("read_bytes:"):
                     rb = int(line.split()[1])
-            return int(cpu), int(wait), rb
         except (OSError, ValueError):
+            pass
+        if cpu is None and rb is None and not os.path.exists("/proc/%d" % self.job):
             return None
+        return cpu, wait, rb
 
     def disk_read(self):
         """Bytes the victim read from storage (its cache misses)."""
-        if not self.last or not self.first:
+        if not self.last or not self.first or self.first[2] is None or self.last[1][2] is None:
             return None
         return self.last[1][2] - self.first[2]
 
     def _pct(self, i):
-        if not self.last or not self.first:
+        if not self.last or not self.first or self.first[i] is None or self.last[1][i] is None:
             return None
         t, r = self.last
         return 100.0 * (r[i] - self.first[i]) / 1e9 / (t - self.t0_job)
