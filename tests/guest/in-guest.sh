@@ -20,8 +20,8 @@
 #   MADVSEQ_GUEST_TESTS     meson test arguments: which tests (default: the
 #                           ones that make memory cgroups and read their
 #                           files, below; "--suite preload --suite daemon
-#                           --suite cgroup2" for all of them, about 40 s
-#                           each under emulation: an hour)
+#                           --suite cgroup2" for all of them: about 40
+#                           minutes on 6.12 under emulation)
 #   MADVSEQ_GUEST_SCENARIO  arguments for tests/bench/interference.py that
 #                           replace the sizes below
 #   MADVSEQ_TEST_SLOWDOWN   what the tests divide their streamers' rates
