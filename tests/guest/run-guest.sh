@@ -70,6 +70,11 @@ initramfs_skeleton() {
 	: >"$1/modules.order"
 }
 
+# Whether the initramfs file $1 is missing or older than what makes it.
+initramfs_stale() {
+	[ ! -f "$1" ] || [ "$here/guest-init.sh" -nt "$1" ] || [ "$0" -nt "$1" ]
+}
+
 # The tree $1 packed into the initramfs file $2.
 initramfs_pack() {
 	(cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2.tmp" &&
@@ -140,7 +145,7 @@ if [ "$kver" = 6.12-madvseq ]; then
 	krel="$(sed -n 's/^# Linux\/x86 \([^ ]*\) Kernel Configuration$/\1/p' "$kbuild/obj/.config")-madvseq"
 	kdir=$cache/$kver
 	initrd=$kdir/initramfs.cpio.gz
-	if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
+	if initramfs_stale "$initrd"; then
 		log "making the initramfs for $kver (no modules)"
 		initramfs_skeleton "$kdir/initramfs"
 		initramfs_pack "$kdir/initramfs" "$initrd"
@@ -178,7 +183,7 @@ else
 
 	# --- initramfs: busybox, the modules the guest needs, guest-init.sh -------
 	initrd=$kdir/initramfs.cpio.gz
-	if [ ! -f "$initrd" ] || [ "$here/guest-init.sh" -nt "$initrd" ] || [ "$0" -nt "$initrd" ]; then
+	if initramfs_stale "$initrd"; then
 		log "making the initramfs for $krel"
 		mods=$kdir/root/lib/modules/$krel
 		[ -f "$mods/modules.dep" ] || depmod -b "$kdir/root" "$krel" || die "depmod failed"
