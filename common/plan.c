@@ -22,6 +22,14 @@ int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop)
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t a = p->v[i].start, b = p->v[i].end, lo, hi;
 
+		if (in->retry && msq_extents_covered(in->retry, a, b) == b - a) {
+			/* Nobody reads here: kept pages that a reader left
+			 * behind.  Exactly the run, not its chunks: a reader's
+			 * lag may begin in the next one. */
+			if (msq_extents_add(drop, a, b) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		lo = msq_chunk_floor(a, in->start, in->file_off);
 		if (in->flush)
 			hi = msq_chunk_floor(b + MSQ_CHUNK - 1, in->start, in->file_off);

@@ -7,7 +7,9 @@
  * hold pages more than `lag` bytes behind that cursor are planned for
  * dropping, less the ranges in `keep` (strong references): between
  * lag - MSQ_CHUNK and lag bytes stay behind each cursor.  Several readers
- * in one region therefore each keep their own lag.
+ * in one region therefore each keep their own lag.  Pages kept behind a
+ * reader that has moved on are a run too, cut off from it: those are told
+ * apart by the caller (retry), or they would stay as a reader's lag.
  */
 #ifndef MSQ_PLAN_H
 #define MSQ_PLAN_H
@@ -22,6 +24,10 @@ struct msq_plan_in {
 	uint64_t start, end;               /* the region */
 	uint64_t file_off;                 /* file offset at start */
 	uint64_t lag;
+	/* Pages planned before and kept (strong references, or a failure):
+	 * retried now.  A run lying wholly inside them has no reader of its
+	 * own, whatever its length; it is planned whole (may be NULL). */
+	const struct msq_extents *retry;
 	bool flush; /* the readers are gone: plan every present chunk */
 };
 

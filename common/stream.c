@@ -38,6 +38,7 @@ void msq_engine_free(struct msq_engine *e)
 	msq_extents_free(&e->anon);
 	msq_extents_free(&e->drop);
 	msq_extents_free(&e->after);
+	msq_extents_free(&e->retry);
 }
 
 const char *msq_drop_how_name(enum msq_drop_how how)
@@ -141,20 +142,37 @@ int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64
 	return rc;
 }
 
-/* Reads present pages of [ws, we), extending past we while a run goes on. */
+/*
+ * Reads present pages of [ws, we), extending past we while a run goes on,
+ * and before ws while one goes on there: runs are read whole.  A run read
+ * from its middle would be cut in two by the drop, and its first part, cut
+ * off from the reader, taken for a reader of its own next time (a backlog
+ * that a failed cycle left, or a lag made shorter).
+ */
 static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, uint64_t we)
 {
-	uint64_t grow = 4 * MSQ_CHUNK;
+	struct msq_extents *anon = s->shared ? NULL : &e->anon;
+	uint64_t lo = ws, grow = 4 * MSQ_CHUNK;
 	int rc;
 
 	for (;;) {
-		rc = msq_present_ranges(&e->pm, ws, we, &e->present, s->shared ? NULL : &e->anon);
+		rc = msq_present_ranges(&e->pm, ws, we, &e->present, anon);
 		if (rc < 0 || we >= s->end || !msq_extents_overlaps(&e->present, we - PAGE, we))
-			return rc;
+			break;
 		ws = we;
 		we = we + grow < s->end ? we + grow : s->end;
 		grow *= 2;
 	}
+	for (grow = 4 * MSQ_CHUNK; rc == 0 && lo > s->start;) {
+		uint64_t a = lo - s->start > grow ? lo - grow : s->start;
+
+		if (!msq_extents_overlaps(&e->present, lo, lo + PAGE))
+			break;
+		rc = msq_present_ranges(&e->pm, a, lo, &e->present, anon);
+		lo = a;
+		grow *= 2;
+	}
+	return rc;
 }
 
 /*
@@ -401,7 +419,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush)
 {
 	struct msq_plan_in in = {
-		.present = &e->present, .keep = &s->precached,
+		.present = &e->present, .keep = &s->precached, .retry = &e->retry,
 		.start = s->start, .end = s->end, .file_off = s->file_off,
 		.lag = e->lag, .flush = flush,
 	};
@@ -411,8 +429,18 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 	s->st.cycles++;
 	if (s->how == MSQ_DROP_NONE)
 		return 0;
-	if (s->kept.n && (flush || now_ns >= s->kept_until_ns))
-		msq_extents_clear(&s->kept); /* strong references may be gone: retry */
+	msq_extents_clear(&e->retry);
+	if (s->kept.n && (flush || now_ns >= s->kept_until_ns)) {
+		/* Strong references may be gone: plan the kept pages again.
+		 * The reader has usually moved on, so they lie apart from its
+		 * run; only as a retry are they not taken for a reader that
+		 * stopped (and kept as its lag for as long as the mapping). */
+		struct msq_extents t = e->retry;
+
+		e->retry = s->kept;
+		s->kept = t;
+		msq_extents_clear(&s->kept);
+	}
 	if (s->written.n && e->pidfd < 0 && (rc = write_behind(s)) < 0)
 		goto fail;
 	if ((rc = find_present(e, s, now_ns, flush)) < 0)

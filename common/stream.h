@@ -63,7 +63,7 @@ struct msq_engine {
 	int pidfd;               /* -1: the calling process (madvise) */
 	uint64_t lag;
 	uint64_t kept_retry_ns;  /* how long kept pages are left alone */
-	struct msq_extents present, anon, drop, after;
+	struct msq_extents present, anon, drop, after, retry;
 	/* Optional (the daemon's strong-reference check): called with the
 	 * planned drop set before acting; removes from it what must stay.
 	 * Returns 0 or -errno (the cycle then drops nothing). */

@@ -58,6 +58,29 @@ int main(void)
 	CHECK_EQ(drop.v[1].start, BASE + 411 * M);
 	in.keep = NULL;
 
+	/* Kept pages retried: a run lying wholly inside them is no reader and
+	 * goes whole (exactly the run); a run only partly inside is a reader
+	 * and keeps its lag. */
+	{
+		struct msq_extents retry = MSQ_EXTENTS_INIT;
+
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE + 9 * M, BASE + 10 * M);         /* kept, left behind */
+		msq_extents_add(&present, BASE + 200 * M, BASE + 210 * M); /* a reader within its lag */
+		msq_extents_add(&retry, BASE + 8 * M, BASE + 10 * M);
+		msq_extents_add(&retry, BASE + 205 * M, BASE + 206 * M);
+		CHECK(msq_plan(&in, &drop) == 0);
+		CHECK_EQ(drop.n, 0); /* without retry: the run looks like a reader */
+		in.retry = &retry;
+		CHECK(msq_plan(&in, &drop) == 0);
+		CHECK_EQ(drop.n, 1);
+		CHECK_EQ(drop.v[0].start, BASE + 9 * M);
+		CHECK_EQ(drop.v[0].end, BASE + 10 * M);
+		in.retry = NULL;
+		msq_extents_free(&retry);
+	}
+
 	/* Chunks follow file offsets: a mapping at file offset 1 MiB. */
 	msq_extents_free(&present);
 	msq_extents_clear(&drop);
