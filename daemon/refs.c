@@ -133,13 +133,22 @@ static int keep_pages(struct batch *b, size_t j, size_t n)
 	return msq_extents_add(b->keep, b->a + j * 4096, b->a + (j + n) * 4096);
 }
 
+/* Pages whose flags could not be read: kept rather than dropped while they
+ * may be in use, and retried with the kept ones (not counted as strong
+ * references).  Only those pages: a batch holds 512, and one read in a
+ * hundred failing must not keep whole batches. */
+static int unchecked(struct batch *b, size_t j, size_t n)
+{
+	return msq_extents_add(b->keep, b->a + j * 4096, b->a + (j + n) * 4096);
+}
+
 static bool framed(const struct batch *b, size_t j)
 {
 	return (b->pm[j] & MSQ_PM_PRESENT) && (b->pm[j] & MSQ_PM_FILE) && !b->done[j];
 }
 
-/* Large folios: one probe and one head read per folio.  Returns 0, or
- * < 0 when a read failed (the batch is then unchecked). */
+/* Large folios: one probe and one head read per folio.  Returns 0 or
+ * -ENOMEM. */
 static int check_folios(struct batch *b)
 {
 	uint64_t fl;
@@ -176,8 +185,15 @@ static int check_folios(struct batch *b)
 				cap = MAX_FOLIO_ORDER;
 				continue;
 			}
-			if (read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1) < 0)
-				return -EIO;
+			if (read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1) < 0) {
+				for (size_t x = j; x < j + len; x++)
+					b->done[x] = true;
+				if (unchecked(b, j, len) < 0)
+					return -ENOMEM;
+				j += len;
+				cap = MAX_FOLIO_ORDER;
+				continue;
+			}
 			b->flag_reads++;
 			if (!(fl & (1ULL << KPF_COMPOUND_TAIL))) {
 				/* Not one folio: its first half may be, at one
@@ -193,15 +209,20 @@ static int check_folios(struct batch *b)
 			}
 			/* [p, p + len) is one folio: its head's flags, and
 			 * whether any of its pages is mapped elsewhere. */
-			if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0)
-				return -EIO;
-			b->flag_reads++;
 			found = true;
-			keep = in_use(fl);
-			for (size_t x = j; x < j + len; x++) {
-				keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
+			for (size_t x = j; x < j + len; x++)
 				b->done[x] = true;
+			if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0) {
+				if (unchecked(b, j, len) < 0)
+					return -ENOMEM;
+				j += len;
+				cap = MAX_FOLIO_ORDER;
+				continue;
 			}
+			b->flag_reads++;
+			keep = in_use(fl);
+			for (size_t x = j; x < j + len; x++)
+				keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
 			if (keep && keep_pages(b, j, len) < 0)
 				return -ENOMEM;
 			j += len;
@@ -233,8 +254,13 @@ static int check_pages(struct batch *b)
 		while (k < nf && fr[k].pfn - first < SPAN && fr[k].pfn - fr[k - 1].pfn <= SPAN_GAP)
 			k++;
 		span = (size_t)(fr[k - 1].pfn - first + 1);
-		if (read_entries(b->d->kpageflags_fd, first, fl, span) < 0)
-			return -EIO;
+		if (read_entries(b->d->kpageflags_fd, first, fl, span) < 0) {
+			for (size_t x = j; x < k; x++)
+				if (unchecked(b, fr[x].idx, 1) < 0)
+					return -ENOMEM;
+			j = k;
+			continue;
+		}
 		b->flag_reads += span;
 		for (size_t x = j; x < k; x++) {
 			size_t i = fr[x].idx;
@@ -285,12 +311,9 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 				rc = check_folios(&b);
 				if (rc == 0)
 					rc = check_pages(&b);
-				unknown = rc == -EIO;
-				if (unknown)
-					rc = 0;
 			}
-			/* A read that failed leaves the batch unchecked: keep it
-			 * rather than drop what may be in use. */
+			/* A pagemap read that failed leaves the batch unchecked:
+			 * keep it rather than drop what may be in use. */
 			if (unknown && rc == 0)
 				rc = msq_extents_add(&keep, a, a + n * 4096);
 			a += n * 4096;
