@@ -688,6 +688,7 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
             print("streamer: %s" % out.strip().replace("\n", "; "))
             print("peak cached %dM, after %dM (file %dM, lag %dM)" % (peak // M, after // M,
                                                                       size // M, lag // M))
+            print("at the peak (%.1fs), cached MiB: %s" % (mon.peak_at, mon.peak_map))
             check(p.returncode == 0 and checksum(out) == want, "data read intact (checksum %s)" % want)
             kind = "discovered" if static else "shim"
             # (with injected socket faults the client may be between connections)

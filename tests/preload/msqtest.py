@@ -217,7 +217,10 @@ class Workdir:
         return self
 
     def __exit__(self, *a):
-        shutil.rmtree(self.path, ignore_errors=True)
+        if os.environ.get("MADVSEQ_TEST_KEEP"):  # (logs to read after a failure)
+            print("kept %s (MADVSEQ_TEST_KEEP)" % self.path)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 class _Statfs(ctypes.Structure):
@@ -286,17 +289,25 @@ def read_ahead_bytes(path):
 
 
 class Monitor(threading.Thread):
-    """Samples a file's cached bytes every 2 ms until stopped."""
+    """Samples a file's cached bytes every 2 ms until stopped.  Where the
+    cached pieces were at the peak (peak_map, cached_map's form) and when
+    (peak_at, seconds after the start) explain a peak that is too high."""
 
     def __init__(self, path):
         super().__init__(daemon=True)
         self.path, self.max, self.samples, self._halt = path, 0, 0, threading.Event()
+        self.peak_map, self.peak_at, self._t0 = "none", 0.0, time.time()
         cached(path)  # skip early if cachestat is missing
         self.start()
 
     def run(self):
+        mapped = 0
         while not self._halt.is_set():
-            self.max = max(self.max, cached(self.path))
+            now = cached(self.path)
+            self.max = max(self.max, now)
+            if now >= mapped + M:  # (a map costs a cachestat per MiB)
+                mapped = now
+                self.peak_map, self.peak_at = cached_map(self.path), time.time() - self._t0
             self.samples += 1
             time.sleep(0.002)
 
