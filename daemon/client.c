@@ -256,9 +256,11 @@ static bool holds_socket(const char *proc_root, pid_t pid, int pidfd, uint64_t i
  * pid reused between connect and accept could name: that process must
  * then hold the other end of this very socket (sock_diag's peer inode,
  * found among its /proc/PID/fd), and have the uid the kernel recorded at
- * connect.  Any other failure refuses the client.
+ * connect.  Any other failure refuses the client.  That proof is read in
+ * the real /proc, whatever --proc-root names: the pidfd is of a real
+ * process, and a fixture tree (tests) holds no descriptors.
  */
-int msqd_peer_pidfd(const char *proc_root, int fd, const struct ucred *cr)
+int msqd_peer_pidfd(int fd, const struct ucred *cr)
 {
 	socklen_t len = sizeof(int);
 	uint64_t peer;
@@ -283,8 +285,8 @@ int msqd_peer_pidfd(const char *proc_root, int fd, const struct ucred *cr)
 		return err == 0 ? -ESRCH : -errno;
 	if ((pidfd = msq_pidfd_open(cr->pid)) < 0)
 		return -errno;
-	if ((err = unix_peer_ino(fd, &peer)) < 0 || !holds_socket(proc_root, cr->pid, pidfd, peer) ||
-	    msqd_proc_uids(proc_root, cr->pid, &uid, NULL, NULL) < 0 || uid != cr->uid ||
+	if ((err = unix_peer_ino(fd, &peer)) < 0 || !holds_socket("/proc", cr->pid, pidfd, peer) ||
+	    msqd_proc_uids("/proc", cr->pid, &uid, NULL, NULL) < 0 || uid != cr->uid ||
 	    !msqd_pidfd_alive(pidfd)) {
 		close(pidfd);
 		return err < 0 ? err : -ESRCH;

@@ -22,7 +22,7 @@ void msqd_client_closing(struct msqd *d, struct msqd_client *c);
 void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why);
 /* The process of cr (the socket fd's SO_PEERCRED) as a pidfd, from the
  * kernel only.  Returns the pidfd or -errno. */
-int msqd_peer_pidfd(const char *proc_root, int fd, const struct ucred *cr);
+int msqd_peer_pidfd(int fd, const struct ucred *cr);
 /* Real, effective and saved uids of pid (any may be NULL but r).  0 or
  * -errno. */
 int msqd_proc_uids(const char *proc_root, pid_t pid, uid_t *r, uid_t *e, uid_t *s);

@@ -149,7 +149,7 @@ void msqd_server_accept(struct msqd *d)
 			close(fd);
 			continue;
 		}
-		pidfd = msqd_peer_pidfd(d->proc_root, fd, &cr);
+		pidfd = msqd_peer_pidfd(fd, &cr);
 		if (pidfd < 0) {
 			log_debug("peer identity: %s", strerror(-pidfd));
 			d->refused_clients++;
