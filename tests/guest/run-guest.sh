@@ -196,9 +196,10 @@ else
 		# (crc32c: ext4's checksums, requested by name at mount time;
 		# unix_diag: madvseqd identifies its clients through sock_diag where
 		# SO_PEERPIDFD is missing (before 6.5); on a host modprobe loads it on
-		# demand, here nothing would)
+		# demand, here nothing would; loop: daemon-discovery-small-folios
+		# mounts an ext4 image)
 		for m in virtio_pci virtio_blk crc32c_generic crc32c_intel ext4 9pnet_virtio 9p overlay \
-			unix_diag; do
+			unix_diag loop; do
 			modprobe -d "$kdir/root" -S "$krel" --show-depends "$m" 2>/dev/null ||
 				log "no module $m in $krel (built in, or not needed)"
 		done | sed -n 's/^insmod \([^ ]*\).*/\1/p' | while read -r ko; do
