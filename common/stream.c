@@ -20,6 +20,11 @@
 /* With PAGEMAP_SCAN: how often the whole region is read (find_present). */
 #define FULL_SCAN_NS (UINT64_C(100) * 1000 * 1000)
 #define MAX_WINDOWS 16
+/* Without PAGEMAP_SCAN (before 6.7) pagemap is read entry by entry, 8
+ * bytes a page, holes included: 32 GiB for the 16 TiB a client may map.
+ * There a flush reads a whole region only up to this size (8 MiB of
+ * entries); a larger one, as a cycle does (find_present). */
+#define WHOLE_READ_MAX (UINT64_C(4) << 30)
 #define MAX_IOV 1024 /* UIO_MAXIOV */
 
 void msq_engine_init(struct msq_engine *e, int pidfd, uint64_t lag)
@@ -188,6 +193,9 @@ static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, 
  * region misses a reader that a gigabyte-a-second stream moves ahead of
  * it; 100 ms of such a stream is 100 MiB cached).  Reading a region with
  * no reader costs little: PAGEMAP_SCAN skips page tables that hold nothing.
+ * Without it a whole read costs 8 bytes a page: only a small region is
+ * read whole for a flush; a larger one as in a cycle, and where it kept
+ * pages (what lies far from every reader ever seen then stays).
  */
 static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool whole)
 {
@@ -195,6 +203,12 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 
 	msq_extents_clear(&e->present);
 	msq_extents_clear(&e->anon);
+	if (whole && !e->pm.scan && s->end - s->start > WHOLE_READ_MAX) {
+		for (size_t i = 0; i < e->retry.n; i++)
+			if ((rc = scan_window(e, s, e->retry.v[i].start, e->retry.v[i].end)) < 0)
+				return rc;
+		whole = false;
+	}
 	if (whole || (e->pm.scan && (s->cursors.n == 0 || s->cursors.n > MAX_WINDOWS ||
 				     now_ns - s->full_scan_ns >= FULL_SCAN_NS))) {
 		rc = msq_present_ranges(&e->pm, s->start, s->end, &e->present,

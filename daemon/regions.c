@@ -157,7 +157,9 @@ int msqd_add_cached_runs(const unsigned char *vec, uint64_t a, uint64_t len,
 
 /* snapshot(): what is cached outside the client's own pages. */
 struct snap {
-	const struct msq_extents *ahead;
+	const struct msq_pagemap *pm; /* the client's */
+	struct msq_extents *present;  /* scratch */
+	struct msq_extents *ahead;    /* its own pages, growing window by window */
 	struct msq_extents *precached;
 };
 
@@ -165,9 +167,25 @@ static int snap_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const u
 		       void *arg)
 {
 	struct snap *sn = arg;
+	int rc = 0;
 
 	(void)m;
 	(void)foff;
+	/* The client's own pages in this window: mapped, or read ahead of a
+	 * run of mapped (into the next windows too: they come later).  Read
+	 * here, window by window, because only windows with pages cached
+	 * come here: a mapping's pages are cached ones.  Read once for the
+	 * whole region, a sparse mapping of terabytes cost the daemon that
+	 * many pagemap entries at once, 8 bytes a page, where the kernel has
+	 * no PAGEMAP_SCAN (before 6.7).  (Best effort: unread, its pages
+	 * count as cached before, and are kept.) */
+	msq_extents_clear(sn->present);
+	if (msq_present_ranges(sn->pm, a, a + len, sn->present, NULL) == 0)
+		for (size_t i = 0; i < sn->present->n && rc == 0; i++)
+			rc = msq_extents_add(sn->ahead, sn->present->v[i].start,
+					     sn->present->v[i].end + READ_AHEAD_REACH);
+	if (rc < 0)
+		return rc;
 	return msqd_add_cached_runs(vec, a, len, sn->ahead, 0, sn->precached);
 }
 
@@ -236,25 +254,13 @@ void msqd_region_free(struct msqd *d, struct msqd_region *r)
  * The walk costs a cachestat per window of the mapping (0.4 s for 60 TiB
  * of sparse file), so it is done in slices (msqd_snapshots, walk_budget
  * per turn of the event loop) and the region is not acted on until its
- * snapshot is done.  Here: what the client maps now, and the start.
+ * snapshot is done.  Here: the start.
  */
-static int snapshot_begin(struct msqd *d, struct msqd_client *c, struct msqd_region *r)
+static void snapshot_begin(struct msqd *d, struct msqd_region *r)
 {
-	struct msq_stream *s = &r->s;
-	int rc = 0;
-
-	msq_extents_clear(&c->eng.present);
-	msq_present_ranges(&c->eng.pm, s->start, s->end, &c->eng.present, NULL);
-	/* The client's own pages: mapped, or read ahead of a run of mapped. */
-	for (size_t i = 0; i < c->eng.present.n && rc == 0; i++)
-		rc = msq_extents_add(&r->snap_ahead, c->eng.present.v[i].start,
-				     c->eng.present.v[i].end + READ_AHEAD_REACH);
-	if (rc < 0)
-		return rc;
-	r->snap_at = s->start;
+	r->snap_at = r->s.start;
 	r->snapping = true;
 	d->nsnapping++;
-	return 0;
 }
 
 static void snapshot_end(struct msqd *d, struct msqd_region *r, bool known)
@@ -271,7 +277,7 @@ static void snapshot_end(struct msqd *d, struct msqd_region *r, bool known)
 static void snapshot_slice(struct msqd *d, struct msqd_client *c, struct msqd_region *r,
 			   uint64_t deadline_ns)
 {
-	struct snap sn = { &r->snap_ahead, &r->s.precached };
+	struct snap sn = { &c->eng.pm, &c->eng.present, &r->snap_ahead, &r->s.precached };
 	_cleanup_close_ int own = -1;
 	struct stat st;
 	int fd = r->fd, rc;
@@ -399,9 +405,8 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 			msqd_region_free(d, r);
 			return rc;
 		}
-	} else if (c->cg->pol->strong_refs && (rc = snapshot_begin(d, c, r)) < 0) {
-		msqd_region_free(d, r);
-		return rc;
+	} else if (c->cg->pol->strong_refs) {
+		snapshot_begin(d, r);
 	}
 	/* What the client costs: its bytes (the walks), its bookkeeping. */
 	r->mem = sizeof(*r) + (path ? strlen(path) + 1 : 0) +
