@@ -1561,6 +1561,15 @@ def attack_symlink_swap(wd, d, h, rss):
     done()
 
 
+def holding(pid):
+    """Whether process pid sleeps (state S in /proc/PID/stat)."""
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] == "S"
+
+
 def attack_discovery_flood(wd, d0, rss0):
     """Hundreds of unshimmed MADV_SEQUENTIAL readers in a discover = yes
     cgroup: the daemon manages at most max_discovered of them."""
@@ -1580,8 +1589,13 @@ def attack_discovery_flood(wd, d0, rss0):
         for i in range(300):
             procs.append(subprocess.Popen(cg.prefix() + NOBODY + [static, small, "0", "30000", "1"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        # Until discovery has settled (the readers take seconds to start
-        # on a loaded machine): then the flood is the daemon's steady state.
+        # Until the readers have started and hold their mappings (sleeping:
+        # 300 process starts take an emulated guest many seconds, and a
+        # status measured meanwhile measures them), then until discovery
+        # has settled: the flood is then the daemon's steady state.
+        t0 = time.time()
+        while time.time() - t0 < 60 and not all(holding(p.pid) for p in procs):
+            time.sleep(1)
         prev, t0 = None, time.time()
         while time.time() - t0 < 20:
             time.sleep(1)
