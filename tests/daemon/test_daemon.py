@@ -1587,8 +1587,10 @@ def attack_discovery_flood(wd, d0, rss0):
         d = Daemon(wd.path, conf, name="flood")
         rss = RssWatch(d.pid)
         for i in range(300):
-            procs.append(subprocess.Popen(cg.prefix() + NOBODY + [static, small, "0", "30000", "1"],
+            procs.append(subprocess.Popen(cg.prefix() + NOBODY + [static, small, "0", "600000", "1"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # (The readers hold their mappings for 10 minutes, far longer than
+        # the waits below; they are killed at the end.)
         # Until the readers have started and hold their mappings (sleeping:
         # 300 process starts take an emulated guest many seconds, and a
         # status measured meanwhile measures them), then until discovery
