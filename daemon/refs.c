@@ -139,12 +139,33 @@ static int keep_pages(struct batch *b, size_t j, size_t n)
  * hundred failing must not keep whole batches. */
 static int unchecked(struct batch *b, size_t j, size_t n)
 {
+	for (size_t x = j; x < j + n; x++)
+		b->done[x] = true;
 	return msq_extents_add(b->keep, b->a + j * 4096, b->a + (j + n) * 4096);
 }
 
 static bool framed(const struct batch *b, size_t j)
 {
 	return (b->pm[j] & MSQ_PM_PRESENT) && (b->pm[j] & MSQ_PM_FILE) && !b->done[j];
+}
+
+/* Pages [j, j + n) of the batch are one folio whose head is frame p: its
+ * head's flags, and whether any of its pages is mapped elsewhere.  Returns
+ * 0 or -ENOMEM. */
+static int check_folio(struct batch *b, size_t j, size_t n, uint64_t p)
+{
+	uint64_t fl;
+	bool keep;
+
+	if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0)
+		return unchecked(b, j, n);
+	b->flag_reads++;
+	keep = in_use(fl);
+	for (size_t x = j; x < j + n; x++) {
+		keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
+		b->done[x] = true;
+	}
+	return keep ? keep_pages(b, j, n) : 0;
 }
 
 /* Large folios: one probe and one head read per folio.  Returns 0 or
@@ -174,8 +195,7 @@ static int check_folios(struct batch *b)
 		for (end = j + run; j < end;) {
 			uint64_t p = b->pm[j] & MSQ_PM_PFN_MASK;
 			size_t len;
-			bool keep;
-			int k = 0;
+			int k = 0, rc;
 
 			while (k < cap && !(p & (UINT64_C(1) << k)) && (UINT64_C(2) << k) <= end - j)
 				k++;
@@ -185,17 +205,9 @@ static int check_folios(struct batch *b)
 				cap = MAX_FOLIO_ORDER;
 				continue;
 			}
-			if (read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1) < 0) {
-				for (size_t x = j; x < j + len; x++)
-					b->done[x] = true;
-				if (unchecked(b, j, len) < 0)
-					return -ENOMEM;
-				j += len;
-				cap = MAX_FOLIO_ORDER;
-				continue;
-			}
-			b->flag_reads++;
-			if (!(fl & (1ULL << KPF_COMPOUND_TAIL))) {
+			rc = read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1);
+			b->flag_reads += rc == 0;
+			if (rc == 0 && !(fl & (1ULL << KPF_COMPOUND_TAIL))) {
 				/* Not one folio: its first half may be, at one
 				 * order less. */
 				if (k > MIN_PROBE_ORDER && budget) {
@@ -207,24 +219,11 @@ static int check_folios(struct batch *b)
 				}
 				continue;
 			}
-			/* [p, p + len) is one folio: its head's flags, and
-			 * whether any of its pages is mapped elsewhere. */
-			found = true;
-			for (size_t x = j; x < j + len; x++)
-				b->done[x] = true;
-			if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0) {
-				if (unchecked(b, j, len) < 0)
-					return -ENOMEM;
-				j += len;
-				cap = MAX_FOLIO_ORDER;
-				continue;
-			}
-			b->flag_reads++;
-			keep = in_use(fl);
-			for (size_t x = j; x < j + len; x++)
-				keep |= !(b->pm[x] & MSQ_PM_EXCLUSIVE);
-			if (keep && keep_pages(b, j, len) < 0)
-				return -ENOMEM;
+			/* One folio, or not known: the probe failed. */
+			found |= rc == 0;
+			rc = rc == 0 ? check_folio(b, j, len, p) : unchecked(b, j, len);
+			if (rc < 0)
+				return rc;
 			j += len;
 			cap = MAX_FOLIO_ORDER;
 		}
