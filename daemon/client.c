@@ -224,15 +224,16 @@ static int unix_peer_ino(int fd, uint64_t *peer)
 }
 
 /* Whether the process behind pidfd (pid) holds a descriptor of socket
- * inode ino, read from /proc/PID/fd while the pidfd shows it alive. */
-static bool holds_socket(const char *proc_root, pid_t pid, int pidfd, uint64_t ino)
+ * inode ino, read from the real /proc/PID/fd while the pidfd shows it
+ * alive. */
+static bool holds_socket(pid_t pid, int pidfd, uint64_t ino)
 {
 	char dir[256], want[64], link[64];
 	struct dirent *de;
 	bool found = false;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/%d/fd", proc_root, (int)pid);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	snprintf(want, sizeof(want), "socket:[%llu]", (unsigned long long)ino);
 	if (!(d = opendir(dir)))
 		return false;
@@ -285,7 +286,7 @@ int msqd_peer_pidfd(int fd, const struct ucred *cr)
 		return err == 0 ? -ESRCH : -errno;
 	if ((pidfd = msq_pidfd_open(cr->pid)) < 0)
 		return -errno;
-	if ((err = unix_peer_ino(fd, &peer)) < 0 || !holds_socket("/proc", cr->pid, pidfd, peer) ||
+	if ((err = unix_peer_ino(fd, &peer)) < 0 || !holds_socket(cr->pid, pidfd, peer) ||
 	    msqd_proc_uids("/proc", cr->pid, &uid, NULL, NULL) < 0 || uid != cr->uid ||
 	    !msqd_pidfd_alive(pidfd)) {
 		close(pidfd);
