@@ -205,12 +205,6 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 	msq_extents_clear(&e->anon);
 	if (whole && !e->pm.scan && s->end - s->start > WHOLE_READ_MAX)
 		whole = false;
-	/* Kept pages due for a retry lie where the reader was, outside the
-	 * windows around it: read them, or they are forgotten as kept and
-	 * taken for a reader once the sweep comes across them. */
-	for (size_t i = 0; i < e->retry.n && !whole; i++)
-		if ((rc = scan_window(e, s, e->retry.v[i].start, e->retry.v[i].end)) < 0)
-			return rc;
 	if (whole || (e->pm.scan && (s->cursors.n == 0 || s->cursors.n > MAX_WINDOWS ||
 				     now_ns - s->full_scan_ns >= FULL_SCAN_NS))) {
 		rc = msq_present_ranges(&e->pm, s->start, s->end, &e->present,
@@ -229,6 +223,12 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 			if ((rc = scan_window(e, s, ws, we)) < 0)
 				return rc;
 		}
+		/* ...kept pages due for a retry, which lie where a reader was:
+		 * unread, they would be forgotten as kept and taken for a
+		 * reader once the sweep comes across them... */
+		for (size_t i = 0; i < e->retry.n; i++)
+			if ((rc = scan_window(e, s, e->retry.v[i].start, e->retry.v[i].end)) < 0)
+				return rc;
 		/* ...and a slice of the rest, to find new ones. */
 		if (s->sweep >= s->end || s->sweep < s->start)
 			s->sweep = s->start;
