@@ -47,40 +47,64 @@ static void touch(const unsigned char *p, uint64_t from, uint64_t to)
 	(void)sum;
 }
 
+/* A sparse 256 MiB file, mapped shared with MADV_SEQUENTIAL, and a
+ * stream over the mapping with nothing cached before. */
+struct sparse_stream {
+	char path[32];
+	int fd;
+	unsigned char *p;
+	struct msq_stream s;
+};
+
+#define SPARSE_SIZE (256 * M)
+
+static void sparse_stream_open(struct sparse_stream *t)
+{
+	snprintf(t->path, sizeof(t->path), "stream-test-XXXXXX");
+	t->fd = mkstemp(t->path);
+	CHECK(t->fd >= 0);
+	CHECK(ftruncate(t->fd, (off_t)SPARSE_SIZE) == 0);
+	t->p = mmap(NULL, SPARSE_SIZE, PROT_READ, MAP_SHARED, t->fd, 0);
+	CHECK(t->p != MAP_FAILED);
+	CHECK(madvise(t->p, SPARSE_SIZE, MADV_SEQUENTIAL) == 0);
+	CHECK(msq_stream_init(&t->s, (uintptr_t)t->p, (uintptr_t)t->p + SPARSE_SIZE, 0, 0, 0, t->path,
+			      true, false, MSQ_MODE_PAGEOUT, true) == 0);
+	t->s.precached_known = true;
+}
+
+static void sparse_stream_close(struct sparse_stream *t)
+{
+	msq_stream_free(&t->s);
+	munmap(t->p, SPARSE_SIZE);
+	close(t->fd);
+	unlink(t->path);
+}
+
 /* A new stream's first reader is seen in the first cycle after it starts,
  * wherever it starts.  A slice-by-slice sweep through a region with no
  * known reader misses one that moves ahead of it, and a gigabyte-a-second
  * stream caches 100 MiB before the next whole read of the region. */
 static void first_reader_seen_at_once(struct msq_engine *e)
 {
-	char path[] = "stream-test-XXXXXX";
-	const uint64_t size = 256 * M;
-	struct msq_stream s;
+	struct sparse_stream t;
+	struct msq_stream *s = &t.s;
 	unsigned char *p;
-	int fd = mkstemp(path);
+	int fd;
 
-	CHECK(fd >= 0);
-	CHECK(ftruncate(fd, (off_t)size) == 0);
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(p != MAP_FAILED);
-	CHECK(madvise(p, size, MADV_SEQUENTIAL) == 0);
-	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + size, 0, 0, 0, path, true, false,
-			      MSQ_MODE_PAGEOUT, true) == 0);
-	s.precached_known = true;
+	sparse_stream_open(&t);
+	p = t.p;
+	fd = t.fd;
 	if (!e->pm.scan) {
 		printf("# no PAGEMAP_SCAN (Linux 6.7+): readers are found by the sweep; "
 		       "first-reader check skipped\n");
 	} else {
-		CHECK_EQ(msq_stream_cycle(e, &s, 1, false), 0); /* nobody reads yet */
+		CHECK_EQ(msq_stream_cycle(e, s, 1, false), 0); /* nobody reads yet */
 		touch(p, 160 * M, 200 * M);
-		CHECK(msq_stream_cycle(e, &s, 2, false) > 0);
+		CHECK(msq_stream_cycle(e, s, 2, false) > 0);
 		CHECK_EQ(cached(fd, 160 * M, 16 * M), 0);
 		CHECK(cached(fd, 184 * M, 16 * M) >= 14 * M); /* the lag stays */
 	}
-	msq_stream_free(&s);
-	munmap(p, size);
-	close(fd);
-	unlink(path);
+	sparse_stream_close(&t);
 }
 
 /* A backlog behind the reader longer than the window read around it (a
@@ -89,43 +113,35 @@ static void first_reader_seen_at_once(struct msq_engine *e)
  * stay as that reader's lag. */
 static void backlog_before_the_window(struct msq_engine *e)
 {
-	char path[] = "stream-test-XXXXXX";
-	const uint64_t size = 256 * M, lag = e->lag;
-	struct msq_stream s;
+	const uint64_t lag = e->lag;
+	struct sparse_stream t;
+	struct msq_stream *s = &t.s;
 	unsigned char *p;
-	int fd = mkstemp(path);
+	int fd;
 
-	CHECK(fd >= 0);
-	CHECK(ftruncate(fd, (off_t)size) == 0);
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(p != MAP_FAILED);
-	CHECK(madvise(p, size, MADV_SEQUENTIAL) == 0);
-	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + size, 0, 0, 0, path, true, false,
-			      MSQ_MODE_PAGEOUT, true) == 0);
-	s.precached_known = true;
+	sparse_stream_open(&t);
+	p = t.p;
+	fd = t.fd;
 	if (!e->pm.scan) {
 		printf("# no PAGEMAP_SCAN (Linux 6.7+): every cycle reads the whole region; "
 		       "backlog check skipped\n");
 	} else {
 		e->lag = 64 * M;
 		touch(p, 0, 96 * M);
-		CHECK(msq_stream_cycle(e, &s, 1, false) > 0); /* whole read: no reader known */
+		CHECK(msq_stream_cycle(e, s, 1, false) > 0); /* whole read: no reader known */
 		CHECK_EQ(cached(fd, 0, 32 * M), 0);
 		CHECK(cached(fd, 32 * M, 64 * M) >= 62 * M);
 		/* The lag shrinks to 16M; the reader moves 4M.  The window read
 		 * around it starts 20M behind it; the sweep is elsewhere. */
 		e->lag = lag;
 		touch(p, 96 * M, 100 * M);
-		s.sweep = s.start + 192 * M;
-		CHECK(msq_stream_cycle(e, &s, 2, false) > 0);
+		s->sweep = s->start + 192 * M;
+		CHECK(msq_stream_cycle(e, s, 2, false) > 0);
 		CHECK_EQ(cached(fd, 32 * M, 52 * M), 0);
 		CHECK(cached(fd, 84 * M, 16 * M) >= 14 * M); /* the lag stays */
 	}
 	e->lag = lag;
-	msq_stream_free(&s);
-	munmap(p, size);
-	close(fd);
-	unlink(path);
+	sparse_stream_close(&t);
 }
 
 int main(void)
