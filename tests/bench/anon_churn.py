@@ -106,13 +106,15 @@ def phase(h, a, variant):
         if churn.returncode:
             raise RuntimeError("churn program exited %d" % churn.returncode)
         if cat_argv and a.cpu_phase and variant in B.CPU_VARIANTS:
-            # The same loop without the program: CPU per GB of cat's own.
+            # cat without the program, for CPU per GB of its own: each run
+            # from a cold file, and without pv, whose pipe copy stands in
+            # for a disk's pace next to the program and, the same in every
+            # variant, would otherwise be most of the figure.
             h.kill_all()
-            B.evict(a.file)
-            loop = h.wrap(variant, ["sh", "-c", 'i=0; while [ $i -lt "$1" ]; do %s; i=$((i + 1)); done'
-                                    % STREAM_SH, "sh", str(a.cpu_passes), a.file, a.rate], None, tag)
-            res["stream_alone"] = h.stream_alone(variant, loop[0], loop[1], tag, "cat", h.scratch)
-            res["stream_alone_bytes"] = a.cpu_passes * a.file_size
+            cat_alone = h.wrap(variant, ["sh", "-c", 'cat "$1" > /dev/null', "sh", a.file], None, tag)
+            res["stream_alone"] = h.stream_alone(variant, cat_alone[0], cat_alone[1], tag, "cat",
+                                                 h.scratch, lambda: B.evict(a.file))
+            res["stream_alone_bytes"] = a.file_size      # per run
     finally:
         h.stop_daemon(hd)
         h.kill_all()
@@ -135,10 +137,11 @@ def body(h, a):
         for _ in range(a.file_size // MiB):
             f.write(chunk)
         os.fsync(f.fileno())
-    res = [phase(h, a, "alone")]
-    for v in a.variants:
-        res.append(phase(h, a, v))
-    res.append(phase(h, a, "alone_end"))
+    def one_rep(i):
+        if a.reps > 1:
+            log("repetition %d of %d" % (i + 1, a.reps))
+        return [phase(h, a, "alone")] + [phase(h, a, v) for v in a.variants] + [phase(h, a, "alone_end")]
+    res = B.merge_reps([one_rep(i) for i in range(a.reps)])
     print()
     print("anon_churn: %d rounds of mmap %s anonymous + write every page + munmap, cgroup %s; "
           "cat over a %s file (cold at start) looping on another CPU" % (
@@ -171,8 +174,6 @@ def main():
                     help="cat's output rate through pv -L, the same in every variant (500M; 0: "
                     "unlimited).  A virtual disk served from the host's cache streams at memory "
                     "speed, and a faster stream then costs the program memory bandwidth")
-    ap.add_argument("--cpu-passes", type=int, default=2,
-                    help="passes over the file when cat runs alone for its CPU cost (2)")
     a = ap.parse_args()
     a.rate = "0" if a.stream_rate in ("0", "") else str(B.parse_size(a.stream_rate))
     if a.rate != "0" and not shutil.which("pv"):

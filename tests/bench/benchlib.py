@@ -35,7 +35,7 @@ HZ = os.sysconf("SC_CLK_TCK")
 VARIANTS = ["kernel", "nocache", "shim", "daemon", "isolation"]
 LABELS = {"kernel": "kernel alone", "nocache": "nocache", "shim": "libmadvseq",
           "daemon": "madvseqd", "isolation": "isolation 64M", "alone": "victim alone",
-          "alone_end": "victim alone, end"}
+          "alone_end": "victim alone, end", "odirect": "O_DIRECT ref."}
 ALONE = ("alone", "alone_end")   # the victim by itself, first and last phase
 CPU_VARIANTS = ("kernel", "shim", "daemon")   # streams run again alone for their CPU cost
 
@@ -67,7 +67,13 @@ def add_common_args(ap, limit, quick_help):
     ap.add_argument("--no-pin", dest="pin", action="store_false",
                     help="do not pin the victim to the first CPU and the stream to the others")
     ap.add_argument("--no-cpu-phase", dest="cpu_phase", action="store_false",
-                    help="do not run each stream once more without its victim to measure its CPU")
+                    help="do not run each stream again without its victim to measure its CPU")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="repeat the whole sequence of phases N times, interleaved; the tables "
+                         "show medians (1)")
+    ap.add_argument("--cpu-runs", type=int, default=3,
+                    help="runs of the stream without its victim, each from cold files, whose CPU "
+                         "is summed (3)")
 
 
 def finish_args(a):
@@ -321,6 +327,46 @@ class Sampler(threading.Thread):
         return self.samples
 
 
+# The reference stream: files read with O_DIRECT and their bytes written
+# with O_DIRECT into one file allocated beforehand (extending direct writes
+# wait for the journal), so that no page of it is cached.  What any stream
+# of these bytes costs the victim on the machine at hand (CPU, memory
+# bandwidth, disk, interrupts): the most a page-cache policy can give back.
+ODIRECT_COPY = r"""
+import mmap, os, sys
+out, files = sys.argv[1], sys.argv[2:]
+sizes = {}
+for f in files:
+    try:
+        sizes[f] = os.path.getsize(f)
+    except OSError:             # a server's temporary file may go meanwhile
+        pass
+total = sum((n + 4095) // 4096 * 4096 for n in sizes.values())
+os.makedirs(out, exist_ok=True)
+fo = os.open(os.path.join(out, "copy"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
+os.posix_fallocate(fo, 0, max(total, 1))
+buf = mmap.mmap(-1, 1 << 20)    # page-aligned, as O_DIRECT needs
+for f in sizes:
+    try:
+        fi = os.open(f, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        continue
+    while True:
+        n = os.readv(fi, [buf])
+        if n <= 0:
+            break
+        os.write(fo, memoryview(buf)[:(n + 4095) // 4096 * 4096])
+    os.close(fi)
+os.close(fo)
+"""
+
+
+def odirect_copy_argv(files, out):
+    """argv of the reference stream: files copied into out/copy, O_DIRECT on
+    both sides."""
+    return [sys.executable, "-c", ODIRECT_COPY, out] + list(files)
+
+
 # --------------------------------------------------------------------------
 # The harness: cgroups, processes, variants, cleanup
 
@@ -418,23 +464,34 @@ class Harness:
         if rc:
             raise RuntimeError("%s exited %d: %s" % (what, rc, open(errp).read()[-500:]))
 
-    def stream_alone(self, variant, argv, env, tag, what, sync_dir):
+    def stream_alone(self, variant, argv, env, tag, what, sync_dir, prepare):
         """The stream once more, without its victim (whose files stay warm
         in the cgroup), for its CPU cost: a victim that runs flat out keeps
         its CPU busy whatever the stream does, so the whole machine's CPU
         per GB is only the stream's own when the victim is not there.
-        Ends with a syncfs of sync_dir, so writeback the kernel alone would
+        prepare() evicts the stream's files and removes its output; it runs
+        before each of the --cpu-runs runs, outside the measurement.  Each run
+        ends with a syncfs of sync_dir, so writeback the kernel alone would
         leave for later is counted too.  Returns the Meter's figures and
-        the stream's seconds."""
-        m = Meter(self)
-        m.start()
-        t0 = time.monotonic()
-        self.stream(variant, argv, env, tag + "-cpu", what)
-        t1 = time.monotonic()
-        subprocess.run(["sync", "-f", sync_dir])
-        out = m.stop()
-        out["stream_s"] = t1 - t0
-        return out
+        the stream's seconds, summed over the runs, and the runs."""
+        total = None
+        for i in range(self.a.cpu_runs):
+            prepare()
+            m = Meter(self)
+            m.start()
+            t0 = time.monotonic()
+            self.stream(variant, argv, env, "%s-cpu%d" % (tag, i), what)
+            t1 = time.monotonic()
+            subprocess.run(["sync", "-f", sync_dir])
+            out = m.stop()
+            out["stream_s"] = t1 - t0
+            if total is None:
+                total = out
+            else:
+                for k in ("machine_cpu_s", "bench_cpu_s", "kswapd_s", "stream_s", "seconds"):
+                    total[k] += out[k]
+        total["runs"] = self.a.cpu_runs
+        return total
 
     def start_daemon(self, variant, tag):
         """madvseqd on a private socket, its configuration covering only the
@@ -509,6 +566,58 @@ def pct(xs, q):
     return xs[i]
 
 
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _merge_counters(ds):
+    out = {}
+    for k, v in ds[0].items():
+        if isinstance(v, dict):
+            out[k] = _merge_counters([d.get(k) or {} for d in ds])
+        elif _number(v):
+            out[k] = _median([d.get(k) for d in ds])
+        else:
+            out[k] = v
+    return out
+
+
+def merge_reps(reps):
+    """reps: one list of phase results per repetition, the same phases in
+    the same order.  Returns one result per phase: the median of every
+    figure over the repetitions; the samples (residency, cache peak, the
+    picture) and the victim's bytes of the repetition in which the victim
+    kept the least of its files, the stricter choice."""
+    out = []
+    for i in range(len(reps[0])):
+        rs = [rep[i] for rep in reps]
+        if len(rs) == 1 or any(r.get("skip") for r in rs):
+            out.append(rs[0])
+            continue
+        least = min(rs, key=lambda r: residency(r.get("samples"), r.get("victim_bytes"))[0] or 0.0)
+        m = dict(least)
+        for k, v in rs[0].items():
+            if k == "victim_bytes":
+                continue
+            if _number(v):
+                m[k] = _median([r.get(k) for r in rs])
+            elif k == "lat" and v:
+                m[k] = tuple(_median([r[k][j] for r in rs if r.get(k)]) for j in range(len(v)))
+            elif k in ("meter", "stream_alone") and v:
+                m[k] = _merge_counters([r[k] for r in rs if r.get(k)])
+        m["thr_reps"] = [r.get("victim_thr") for r in rs]
+        out.append(m)
+    return out
+
+
 def residency(samples, victim_bytes):
     """(least, last) fraction of the victim's files cached while streaming."""
     if not samples or not victim_bytes:
@@ -541,7 +650,8 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
     victim_thr, lat (p50, p99, p999), victim_bytes, samples, stream_bytes,
     stream_s, meter.  The 'alone' row is the victim's reference; the
     'kernel' row the stream's.  thr_target: (ratio, what) judged against
-    alone; odirect: the victim's throughput next to an O_DIRECT stream."""
+    alone; odirect: the phase result of the victim next to an O_DIRECT
+    stream of the same bytes, the reference of what any stream costs it."""
     P = []
     by = {r["variant"]: r for r in res}
     # The victim alone is measured first and last: on a machine whose load
@@ -552,7 +662,9 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
     kern = by.get("kernel")
     ok = [r for r in res if not r.get("skip")]
     rows = []
-    for r in res:
+    # The O_DIRECT reference is a row of the victim's table only.
+    vres = res[:-1] + [dict(odirect, variant="odirect")] + res[-1:] if odirect else res
+    for r in vres:
         if r.get("skip"):
             rows.append([LABELS.get(r["variant"], r["variant"])] + ["skipped: " + r["skip"]] + [""] * 8)
             continue
@@ -564,9 +676,17 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
                      _f(_ratio(lat[1], alone and alone["lat"][1]), "%.2f"),
                      _f(rmin and 100 * rmin, "%.1f%%"), _f(rend and 100 * rend, "%.1f%%"),
                      fmt_bytes(r["samples"][-1][3]) if r.get("samples") else "-"])
-    P += table("victim (%s; latency %s)" % (victim_unit, lat_unit),
-               ["variant", victim_unit, "x alone", "p50", "p99", "p99.9", "p99 x alone",
-                "res. min", "res. end", "cg cache end"], rows)
+    reps = max(len(r.get("thr_reps") or [1]) for r in res)
+    if reps > 1:
+        for row, r in zip(rows, vres):
+            xs = [_ratio(t, alone and alone.get("victim_thr")) for t in r.get("thr_reps") or []]
+            xs = [x for x in xs if x is not None]
+            row.insert(3, "%.2f-%.2f" % (min(xs), max(xs)) if xs else "")
+    P += table("victim (%s; latency %s)%s" % (
+        victim_unit, lat_unit, "; medians of %d repetitions, residency and cache from the one in "
+        "which the victim kept least" % reps if reps > 1 else ""),
+               ["variant", victim_unit, "x alone"] + (["range"] if reps > 1 else []) +
+               ["p50", "p99", "p99.9", "p99 x alone", "res. min", "res. end", "cg cache end"], rows)
     P.append("")
     rows = []
     for r in ok:
@@ -580,7 +700,9 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
         r["_mcpu"] = m["machine_cpu_s"] / gb if gb else None
         r["_bcpu"] = m["bench_cpu_s"] / gb if gb else None
         sa = r.get("stream_alone")
-        agb = r.get("stream_alone_bytes", r.get("stream_bytes") or 0) / 1e9
+        # Bytes of one run (pg_backup's output can differ from the
+        # phase's), times the runs.
+        agb = r.get("stream_alone_bytes", r.get("stream_bytes") or 0) / 1e9 * (sa or {}).get("runs", 1)
         r["_acpu"] = sa["machine_cpu_s"] / agb if agb and sa else None
         peak = max(s[2] for s in r["samples"]) if r.get("samples") else None
         rows.append([LABELS[r["variant"]], _f(gb, "%.2f"), _f(r.get("stream_s"), "%.1f"), _f(mbs),
@@ -597,7 +719,8 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
         row.insert(13, _f(_ratio(r["_acpu"], ka), "%.2f"))
     P += table("stream (CPU-s/GB: machine = /proc/stat, all processes and kernel threads; "
                "bench = the benchmark's processes + madvseqd + kswapd; alone = the stream "
-               "again without its victim, machine CPU up to a syncfs)",
+               "again without its victim, %d runs from cold files, machine CPU up to a syncfs)"
+               % max([(r.get("stream_alone") or {}).get("runs", 0) for r in ok] + [0]),
                ["variant", "GB", "s", "MB/s", "x kernel", "strm cache peak", "machine CPU-s/GB",
                 "x kernel", "bench CPU-s/GB", "x kernel", "kswapd s", "alone s", "alone CPU-s/GB",
                 "x kernel", "alone kswapd s"], rows)
@@ -644,8 +767,10 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
                       % (L, rmin, TARGETS["resident"])))
         x = _ratio(r["lat"][1] if r.get("lat") else None, alone and alone["lat"][1])
         if x is not None:
-            V.append((x <= TARGETS["p99_vs_alone"], "%s: victim p99 / alone = %.2f (target <= %.1f)"
-                      % (L, x, TARGETS["p99_vs_alone"])))
+            xo = _ratio(odirect["lat"][1], alone["lat"][1]) if odirect and odirect.get("lat") else None
+            V.append((x <= TARGETS["p99_vs_alone"], "%s: victim p99 / alone = %.2f (target <= %.1f%s)"
+                      % (L, x, TARGETS["p99_vs_alone"],
+                         "; next to the O_DIRECT stream: %.2f" % xo if xo is not None else "")))
         if thr_target and alone:
             x = _ratio(r.get("victim_thr"), alone.get("victim_thr"))
             if x is not None:
@@ -653,7 +778,7 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
                           % (L, thr_target[1], x, thr_target[0],
                              _f(_ratio(kern.get("victim_thr"), alone.get("victim_thr")), "%.3f") if kern else "-")))
         if odirect:
-            x = _ratio(r.get("victim_thr"), odirect)
+            x = _ratio(r.get("victim_thr"), odirect.get("victim_thr"))
             if x is not None:
                 V.append((x >= TARGETS["thr_vs_odirect"], "%s: victim throughput / next to O_DIRECT stream = %.3f (target >= %.2f)"
                           % (L, x, TARGETS["thr_vs_odirect"])))

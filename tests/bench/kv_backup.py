@@ -83,7 +83,9 @@ def phase(h, a, kind, variant):
     tag = "%s-%s" % (kind or "alone", variant)
     out = os.path.join(h.scratch, "backup")
     argv = env = None
-    if kind:
+    if kind == "odirect":
+        argv, env = B.odirect_copy_argv(B.files_under([a.src]), out), dict(os.environ)
+    elif kind:
         argv, env, why = h.wrap(variant, STREAMERS[kind](a, out), None, tag)
         if why:
             res["skip"] = why
@@ -118,12 +120,13 @@ def phase(h, a, kind, variant):
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
         verr.close()
-        if argv and a.cpu_phase and variant in B.CPU_VARIANTS:
-            subprocess.run(["rm", "-rf", out, out + ".tar"])
-            for f in B.files_under([a.src]):
-                if f not in a.db_files:
-                    B.evict(f)
-            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
+        if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
+            def prepare():
+                subprocess.run(["rm", "-rf", out, out + ".tar"])
+                for f in B.files_under([a.src]):
+                    if f not in a.db_files:
+                        B.evict(f)
+            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)
     finally:
         h.stop_daemon(hd)
         h.kill_all()
@@ -163,19 +166,30 @@ def body(h, a):
     a.src_bytes = sum(os.path.getsize(f) for f in B.files_under([a.src]))
     log("database %s in %d tables; backup source %s" % (
         B.fmt_bytes(sum(os.path.getsize(f) for f in a.db_files)), len(a.db_files), B.fmt_bytes(a.src_bytes)))
-    alone = phase(h, a, None, "alone")
-    allres = [(kind, [alone] + [phase(h, a, kind, v) for v in a.variants]) for kind in a.streamers]
-    end = phase(h, a, None, "alone_end")
+    def one_rep(i):
+        if a.reps > 1:
+            log("repetition %d of %d" % (i + 1, a.reps))
+        return [phase(h, a, None, "alone"), phase(h, a, "odirect", "kernel")] + \
+            [phase(h, a, kind, v) for kind in a.streamers for v in a.variants] + \
+            [phase(h, a, None, "alone_end")]
+    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
+    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
+    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
+              for k, kind in enumerate(a.streamers)]
     for kind, res in allres:
-        res.append(end)
         print()
         print("kv_backup: %s of the LevelDB directory + %s cold files (%s) next to random GETs "
               "(python3-plyvel) on a warm %s database, cgroup %s" % (
                   kind, B.fmt_bytes(a.cold_size), B.fmt_bytes(a.src_bytes), B.fmt_bytes(a.db_size),
                   B.fmt_bytes(a.limit)))
-        B.report(res, "GET/s", "us", note="backup output cached at the end: " + ", ".join(
-            "%s %s" % (B.LABELS[r["variant"]], B.fmt_bytes(r.get("out_cached_end")))
-            for r in res if not r.get("skip") and r.get("stream_bytes")) if kind != "sha256sum" else None)
+        note = "O_DIRECT reference (the same files read and written with O_DIRECT): " \
+            "victim %.0f GET/s, p99 %.1f us, stream %.0f MB/s" % (
+                odirect["victim_thr"], odirect["lat"][1], odirect["stream_bytes"] / odirect["stream_s"] / 1e6)
+        if kind != "sha256sum":
+            note += "\nbackup output cached at the end: " + ", ".join(
+                "%s %s" % (B.LABELS[r["variant"]], B.fmt_bytes(r.get("out_cached_end")))
+                for r in res if not r.get("skip") and r.get("stream_bytes"))
+        B.report(res, "GET/s", "us", odirect=odirect, note=note)
         if a.png:
             root, ext = os.path.splitext(a.png)
             path = a.png if len(a.streamers) == 1 else "%s-%s%s" % (root, kind, ext or ".png")

@@ -121,9 +121,10 @@ def phase(h, a, kind, variant):
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
         if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
-            for f in a.stream_files:
-                B.evict(f)
-            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
+            def prepare():
+                for f in a.stream_files:
+                    B.evict(f)
+            res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)
     finally:
         h.stop_daemon(hd)
         h.kill_all()
@@ -148,23 +149,22 @@ def body(h, a):
     for f in a.stream_files:
         write_file(f, a.file_size)
     a.stream_total = a.files * a.file_size
-    alone = phase(h, a, None, "alone")
-    odirect = phase(h, a, "odirect", "kernel")
-    allres = []
-    for kind in a.kinds:
-        res = [alone]
-        for v in a.variants:
-            res.append(phase(h, a, kind, v))
-        allres.append((kind, res))
-    end = phase(h, a, None, "alone_end")
-    for _, res in allres:
-        res.append(end)
+    def one_rep(i):
+        if a.reps > 1:
+            log("repetition %d of %d" % (i + 1, a.reps))
+        return [phase(h, a, None, "alone"), phase(h, a, "odirect", "kernel")] + \
+            [phase(h, a, kind, v) for kind in a.kinds for v in a.variants] + \
+            [phase(h, a, None, "alone_end")]
+    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
+    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
+    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
+              for k, kind in enumerate(a.kinds)]
     for kind, res in allres:
         print()
         print("loader: %s over %d x %s next to fio 4 KiB random reads over a warm %s, cgroup %s" % (
             KINDS[kind], a.files, B.fmt_bytes(a.file_size), B.fmt_bytes(a.victim_size),
             B.fmt_bytes(a.limit)))
-        B.report(res, "IOPS", "us", odirect=odirect.get("victim_thr"),
+        B.report(res, "IOPS", "us", odirect=odirect,
                  note="O_DIRECT reference (fio --direct=1 over the same files): victim %.0f IOPS, "
                  "p99 %.1f us, stream %.0f MB/s" % (
                      odirect["victim_thr"], odirect["lat"][1],

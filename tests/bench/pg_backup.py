@@ -168,6 +168,11 @@ def phase(h, a, c, kind, variant):
     argv = env = None
     if kind == "basebackup":
         cmd = c.pg("pg_basebackup", "-D", out, "-X", "fetch", "-c", "fast")
+    elif kind == "odirect":
+        # What pg_basebackup reads: the cluster but its WAL (-X fetch
+        # copies only the segments the backup needs).
+        wal = os.path.join(c.data, "pg_wal") + os.sep
+        cmd = B.odirect_copy_argv([f for f in B.files_under([c.data]) if not f.startswith(wal)], out)
     else:
         cmd = c.pg("pg_dumpall", "-f", out + ".sql")
     if kind:
@@ -247,12 +252,14 @@ def phase(h, a, c, kind, variant):
         v.send_signal(signal.SIGINT)
         v.wait(timeout=30)
         verr.close()
-        if argv and a.cpu_phase and variant in B.CPU_VARIANTS:
-            subprocess.run(["rm", "-rf", out, out + ".sql"])
-            for f in B.files_under([c.data]):
-                if not f.startswith(c.bench_dir + os.sep):
-                    B.evict(f)
-            sa = h.stream_alone(variant, argv, env, tag, kind, h.scratch)
+        if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
+            def prepare():
+                subprocess.run(["rm", "-rf", out, out + ".sql"])
+                for f in B.files_under([c.data]):
+                    if not f.startswith(c.bench_dir + os.sep):
+                        B.evict(f)
+
+            sa = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)
             sa_bytes = sum(os.path.getsize(f) for f in B.files_under([out, out + ".sql"]))
             res["stream_alone"], res["stream_alone_bytes"] = sa, sa_bytes
     finally:
@@ -286,11 +293,17 @@ def _nocache_lib():
 
 def body(h, a):
     c = setup(h, a)
-    alone = phase(h, a, c, None, "alone")
-    allres = [(kind, [alone] + [phase(h, a, c, kind, v) for v in a.variants]) for kind in a.backups]
-    end = phase(h, a, c, None, "alone_end")
+    def one_rep(i):
+        if a.reps > 1:
+            log("repetition %d of %d" % (i + 1, a.reps))
+        return [phase(h, a, c, None, "alone"), phase(h, a, c, "odirect", "kernel")] + \
+            [phase(h, a, c, kind, v) for kind in a.backups for v in a.variants] + \
+            [phase(h, a, c, None, "alone_end")]
+    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
+    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
+    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
+              for k, kind in enumerate(a.backups)]
     for kind, res in allres:
-        res.append(end)
         print()
         what = "pg_basebackup -X fetch (the walsender reads)" if kind == "basebackup" else \
             "pg_dumpall -f FILE (backends read for COPY)"
@@ -299,8 +312,12 @@ def body(h, a):
               "stream's files = the cluster but the victim's database, and the output" % (
                   what, B.fmt_bytes(c.cluster_bytes), a.clients, a.scale, B.fmt_bytes(a.limit),
                   a.shared_buffers))
-        B.report(res, "TPS", "ms", thr_target=(0.9, "pgbench TPS"),
-                 note="backup output cached at the end: " + ", ".join(
+        B.report(res, "TPS", "ms", thr_target=(0.9, "pgbench TPS"), odirect=odirect,
+                 note="O_DIRECT reference (the cluster but its WAL, %s, read and written "
+                 "with O_DIRECT): pgbench %.0f TPS, p99 %.2f ms, stream %.0f MB/s\n" % (
+                     B.fmt_bytes(odirect["stream_bytes"]), odirect["victim_thr"], odirect["lat"][1],
+                     odirect["stream_bytes"] / odirect["stream_s"] / 1e6) +
+                 "backup output cached at the end: " + ", ".join(
                      "%s %s" % (B.LABELS[r["variant"]], B.fmt_bytes(r.get("out_cached_end")))
                      for r in res if not r.get("skip") and r.get("stream_bytes")))
         if a.png:
