@@ -31,6 +31,7 @@
 #include "client.h"
 #include "daemon.h"
 #include "discover.h"
+#include "exitdrop.h"
 #include "log.h"
 #include "regions.h"
 
@@ -186,9 +187,19 @@ static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *
 				  (unsigned long long)v[j].start, (unsigned long long)v[j].end, v[j].path);
 		}
 	}
+	/* A mapping gone from smaps was unmapped, or the process is exiting
+	 * (its address space is torn down before its pidfd turns readable):
+	 * either way nothing of it is the reader's any more, and what it left
+	 * cached goes as an exited client's would.  Removed without that,
+	 * the lag stayed cached whenever a scan came between the munmap and
+	 * the exit. */
 	for (size_t i = c->nr; i-- > 0;)
-		if (!c->r[i]->seen)
-			msqd_region_remove(d, c, i);
+		if (!c->r[i]->seen) {
+			log_debug("pid %d: %#llx-%#llx no longer mapped: dropping what it left cached",
+				  (int)c->pid, (unsigned long long)c->r[i]->s.start,
+				  (unsigned long long)c->r[i]->s.end);
+			msqd_region_exited(d, c, i);
+		}
 	return added;
 }
 

@@ -6,12 +6,13 @@
  * Built twice: dynamic (run under the shim) and -static (which the shim
  * cannot reach: the daemon must find it through smaps).
  *
- *   streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit]
+ *   streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit|munmap-hold]
  *
  * MIB_PER_SEC paces the reading (0: as fast as it goes); HOLD_MS keeps
  * the mapping after the last pass (so a test can look at it); the last
  * argument says how it ends: munmap (default) and return, or exit() or
- * _exit() with the file still mapped.
+ * _exit() with the file still mapped, or munmap and HOLD_MS more before
+ * returning (a process that lives on without the mapping).
  *
  * STREAMER_BALLAST_MIB=N in the environment makes it touch N MiB of
  * anonymous memory first: an address space that takes the kernel tens of
@@ -47,7 +48,8 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] [munmap|exit|_exit]\n");
+		fprintf(stderr, "usage: streamer FILE [MIB_PER_SEC] [HOLD_MS] [PASSES] "
+			"[munmap|exit|_exit|munmap-hold]\n");
 		return 2;
 	}
 	if (getenv("STREAMER_BALLAST_MIB")) {
@@ -96,5 +98,7 @@ int main(int argc, char **argv)
 	if (argc > 5 && !strcmp(argv[5], "_exit"))
 		_exit(0);
 	munmap((void *)p, len);
+	if (argc > 5 && !strcmp(argv[5], "munmap-hold") && hold > 0)
+		usleep((useconds_t)hold * 1000);
 	return 0;
 }

@@ -813,6 +813,49 @@ def case_discovery_small_folios():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def case_discovery_munmap():
+    """A discovered streamer that unmaps its file and lives on: the next
+    scan finds the mapping gone, and the daemon drops what it left as it
+    would at the process's exit.  It removed the region without that, so
+    the last lag stayed cached, and a process that exits right after its
+    munmap lost its exit drop whenever a scan came in between (seen in
+    discovery-small-folios under ASan)."""
+    need_root()
+    size = 256 * M
+    with Workdir("discovery-munmap") as wd:
+        data = wd.file("data", size)
+        want = baseline(data)
+        cg = Cgroup("munmap", 1 << 30)
+        try:
+            d = Daemon(wd.path, "[daemon]\ndiscover_interval = 200ms\n[test]\nmatch = %s\n"
+                       "mode = pageout\ndiscover = yes\n" % cg_glob(cg))
+            evict(data)
+            # 100 MiB/s, mapped for 2 s after the last page, then 2 s
+            # unmapped (10 scans) before it exits.
+            p = stream([tool("STREAMER_STATIC"), data, rate(100), "2000", "1", "munmap-hold"],
+                       plain_env(), cg)
+            out = ""
+            while p.poll() is None and "sum=" not in out:
+                out += p.stdout.readline()
+            time.sleep(2.0 + 0.8)   # the hold with the mapping, then a few scans
+            alive = p.poll() is None
+            left = settle(data, M, timeout=1.0)
+            rest, _ = p.communicate(timeout=60)
+            print("%s; %dK of %dM left cached while it lived on unmapped" % (
+                out.strip(), left // 1024, size // M))
+            check(p.returncode == 0 and checksum(out) == want, "data read intact (checksum %s)" % want)
+            check(alive, "the streamer was still running, without its mapping")
+            check(left <= M, "the daemon dropped what the unmapped region left (%dK left)" % (left // 1024))
+            check("no longer mapped: dropping what it left cached" in open(d.log).read(),
+                  "the daemon says why it dropped them")
+            if failures_now():
+                d.dump_log()
+            d.stop()
+        finally:
+            cg.remove()
+    done()
+
+
 def failures_now():
     import msqtest
     return bool(msqtest.failures)
@@ -1644,6 +1687,7 @@ CASES = {
     "discovery-static": lambda: streaming_case("static", static=True),
     "discovery-trigger": lambda: streaming_case("trigger", static=True, trigger=True),
     "discovery-small-folios": case_discovery_small_folios,
+    "discovery-munmap": case_discovery_munmap,
     "sigkill": lambda: streaming_case("sigkill", kill_daemon=True),
     "pressure-gate": lambda: streaming_case("gate", gate=True),
     "faults": lambda: streaming_case(
