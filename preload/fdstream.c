@@ -43,6 +43,7 @@
 #include "fdstream.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,15 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
 		MSQ_SYSCALL(SYS_sync_file_range, fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 }
 
+/* Debug output: [lo, hi) held `pages` cached pages when the snapshot
+ * looked, and is kept. */
+static void note_kept(int fd, const struct dir *d, uint64_t lo, uint64_t hi, uint64_t pages)
+{
+	msq_debug("fd %d: %" PRIu64 "M-%" PRIu64 "M cached before the stream came (%" PRIu64
+		  " pages; reader at %" PRIu64 "M): kept", fd, lo >> 20, hi >> 20, pages,
+		  d->next >> 20);
+}
+
 /* Adds the chunks of [lo, hi) that hold cached pages to d->pre.  eof: the
  * file's size if the caller just read it (no page past it can be cached
  * now), else UINT64_MAX; the window counts as looked at up to hi either way,
@@ -282,6 +292,8 @@ static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint6
 			s->snap_ok = false; /* from now on: drop nothing */
 		else
 			d->snap_hi = hi;
+		if (cs.nr_cache)
+			note_kept(fd, d, lo, end, cs.nr_cache);
 		return;
 	}
 	for (uint64_t c = lo; c < end && s->snap_ok; c += CHUNK) {
@@ -290,6 +302,8 @@ static void snapshot(int fd, struct msq_fd *s, struct dir *d, uint64_t lo, uint6
 		if (msq_cachestat(fd, &r, &cs) < 0 ||
 		    (cs.nr_cache && msq_extents_add(&d->pre, c, c + CHUNK) < 0))
 			s->snap_ok = false; /* from now on: drop nothing */
+		else if (cs.nr_cache)
+			note_kept(fd, d, c, c + CHUNK, cs.nr_cache);
 	}
 	if (s->snap_ok)
 		d->snap_hi = hi;
