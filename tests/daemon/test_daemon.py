@@ -1361,7 +1361,7 @@ def case_attack(what):
         os.chmod(wd.path, 0o755)
         h = tool("HOSTILE")
         conf = "[daemon]\nhello_timeout = 300ms\n"
-        prefix, extra, stdin = [], [], None
+        prefix, extra = [], []
         if what in ("sparse", "sparse-noscan"):
             conf += "max_client_bytes = 8T\n"
         if what == "sparse-noscan":
@@ -1529,7 +1529,7 @@ def attack_pid_reuse(wd, d, h, rss):
         skip("could not make a root process take the client's pid")
     vline = victim.stdout.readline()
     m = re.search(r"map=(0x[0-9a-f]+) len=(\d+)", vline)
-    addr, length = int(m.group(1), 16), int(m.group(2))
+    addr = int(m.group(1), 16)
     before = mapping_rss(victim.pid, addr)
     os.kill(d.pid, signal.SIGCONT)
     # The client's child still holds the socket and reads the victim's map.
