@@ -137,11 +137,7 @@ def body(h, a):
         for _ in range(a.file_size // MiB):
             f.write(chunk)
         os.fsync(f.fileno())
-    def one_rep(i):
-        if a.reps > 1:
-            log("repetition %d of %d" % (i + 1, a.reps))
-        return [phase(h, a, "alone")] + [phase(h, a, v) for v in a.variants] + [phase(h, a, "alone_end")]
-    res = B.merge_reps([one_rep(i) for i in range(a.reps)])
+    _, [(_, res)] = B.repeated_phases(a, lambda kind, v: phase(h, a, v), ["cat"], odirect=False)
     print()
     print("anon_churn: %d rounds of mmap %s anonymous + write every page + munmap, cgroup %s; "
           "cat over a %s file (cold at start) looping on another CPU" % (

@@ -618,6 +618,26 @@ def merge_reps(reps):
     return out
 
 
+def repeated_phases(a, phase, kinds, odirect=True):
+    """The whole sequence of phases, --reps times, interleaved: the victim
+    alone, next to the O_DIRECT reference (when odirect), each of kinds in
+    each of --variants, and alone again.  phase(kind, variant) runs one
+    (kind None: the victim alone; "odirect": the reference).  Returns the
+    reference's result (None without one) and, per kind, its results in
+    report()'s order (alone, the variants, alone at the end), each merged
+    over the repetitions (merge_reps)."""
+    def one_rep(i):
+        if a.reps > 1:
+            log("repetition %d of %d" % (i + 1, a.reps))
+        return [phase(None, "alone")] + ([phase("odirect", "kernel")] if odirect else []) + \
+            [phase(kind, v) for kind in kinds for v in a.variants] + [phase(None, "alone_end")]
+    flat = merge_reps([one_rep(i) for i in range(a.reps)])
+    first, nv = (2 if odirect else 1), len(a.variants)
+    return (flat[1] if odirect else None,
+            [(kind, [flat[0]] + flat[first + k * nv:first + (k + 1) * nv] + [flat[-1]])
+             for k, kind in enumerate(kinds)])
+
+
 def residency(samples, victim_bytes):
     """(least, last) fraction of the victim's files cached while streaming."""
     if not samples or not victim_bytes:

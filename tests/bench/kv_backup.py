@@ -166,16 +166,7 @@ def body(h, a):
     a.src_bytes = sum(os.path.getsize(f) for f in B.files_under([a.src]))
     log("database %s in %d tables; backup source %s" % (
         B.fmt_bytes(sum(os.path.getsize(f) for f in a.db_files)), len(a.db_files), B.fmt_bytes(a.src_bytes)))
-    def one_rep(i):
-        if a.reps > 1:
-            log("repetition %d of %d" % (i + 1, a.reps))
-        return [phase(h, a, None, "alone"), phase(h, a, "odirect", "kernel")] + \
-            [phase(h, a, kind, v) for kind in a.streamers for v in a.variants] + \
-            [phase(h, a, None, "alone_end")]
-    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
-    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
-    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
-              for k, kind in enumerate(a.streamers)]
+    odirect, allres = B.repeated_phases(a, lambda kind, v: phase(h, a, kind, v), a.streamers)
     for kind, res in allres:
         print()
         print("kv_backup: %s of the LevelDB directory + %s cold files (%s) next to random GETs "

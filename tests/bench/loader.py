@@ -149,16 +149,7 @@ def body(h, a):
     for f in a.stream_files:
         write_file(f, a.file_size)
     a.stream_total = a.files * a.file_size
-    def one_rep(i):
-        if a.reps > 1:
-            log("repetition %d of %d" % (i + 1, a.reps))
-        return [phase(h, a, None, "alone"), phase(h, a, "odirect", "kernel")] + \
-            [phase(h, a, kind, v) for kind in a.kinds for v in a.variants] + \
-            [phase(h, a, None, "alone_end")]
-    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
-    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
-    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
-              for k, kind in enumerate(a.kinds)]
+    odirect, allres = B.repeated_phases(a, lambda kind, v: phase(h, a, kind, v), a.kinds)
     for kind, res in allres:
         print()
         print("loader: %s over %d x %s next to fio 4 KiB random reads over a warm %s, cgroup %s" % (

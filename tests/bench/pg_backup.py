@@ -293,16 +293,7 @@ def _nocache_lib():
 
 def body(h, a):
     c = setup(h, a)
-    def one_rep(i):
-        if a.reps > 1:
-            log("repetition %d of %d" % (i + 1, a.reps))
-        return [phase(h, a, c, None, "alone"), phase(h, a, c, "odirect", "kernel")] + \
-            [phase(h, a, c, kind, v) for kind in a.backups for v in a.variants] + \
-            [phase(h, a, c, None, "alone_end")]
-    flat = B.merge_reps([one_rep(i) for i in range(a.reps)])
-    alone, odirect, end, nv = flat[0], flat[1], flat[-1], len(a.variants)
-    allres = [(kind, [alone] + flat[2 + k * nv:2 + (k + 1) * nv] + [end])
-              for k, kind in enumerate(a.backups)]
+    odirect, allres = B.repeated_phases(a, lambda kind, v: phase(h, a, c, kind, v), a.backups)
     for kind, res in allres:
         print()
         what = "pg_basebackup -X fetch (the walsender reads)" if kind == "basebackup" else \
