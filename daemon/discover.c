@@ -112,13 +112,16 @@ static bool has_flag(const char *flags, const char *f)
 	return false;
 }
 
-/* The file-backed VMAs advised MADV_SEQUENTIAL in an smaps text. */
-static size_t parse_smaps(char *text, struct sr_vma *out, size_t max)
+/* The file-backed VMAs advised MADV_SEQUENTIAL in an smaps text.
+ * *complete: whether out holds all of them (not cut at max, no memory
+ * shortage on the way). */
+static size_t parse_smaps(char *text, struct sr_vma *out, size_t max, bool *complete)
 {
 	struct msq_vma *v = malloc(sizeof(*v));
 	bool have = false;
 	size_t n = 0;
 
+	*complete = v != NULL;
 	if (!v)
 		return 0;
 	for (char *l = text, *nl; *l && n < max; l = nl ? nl + 1 : l + strlen(l)) {
@@ -126,8 +129,11 @@ static size_t parse_smaps(char *text, struct sr_vma *out, size_t max)
 		if (nl)
 			*nl = '\0';
 		if (!strncmp(l, "VmFlags:", 8)) {
-			if (have && v->ino && v->path[0] == '/' && v->read && has_flag(l + 8, "sr") &&
-			    (out[n].path = strdup(v->path))) {
+			bool sr = have && v->ino && v->path[0] == '/' && v->read && has_flag(l + 8, "sr");
+
+			if (sr && !(out[n].path = strdup(v->path))) {
+				*complete = false;
+			} else if (sr) {
 				out[n].start = v->start;
 				out[n].end = v->end;
 				out[n].off = v->off;
@@ -149,6 +155,8 @@ static size_t parse_smaps(char *text, struct sr_vma *out, size_t max)
 			break;
 	}
 	free(v);
+	if (n == max)
+		*complete = false;
 	return n;
 }
 
@@ -160,8 +168,10 @@ static struct msqd_client *find_discovered(struct msqd *d, pid_t pid)
 	return NULL;
 }
 
-/* Returns how many regions it newly manages. */
-static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, size_t n)
+/* Returns how many regions it newly manages.  complete: v holds every
+ * MADV_SEQUENTIAL mapping smaps showed (parse_smaps). */
+static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *v, size_t n,
+			  bool complete)
 {
 	unsigned added = 0;
 
@@ -192,14 +202,20 @@ static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *
 	 * either way nothing of it is the reader's any more, and what it left
 	 * cached goes as an exited client's would.  Removed without that,
 	 * the lag stayed cached whenever a scan came between the munmap and
-	 * the exit. */
-	for (size_t i = c->nr; i-- > 0;)
-		if (!c->r[i]->seen) {
-			log_debug("pid %d: %#llx-%#llx no longer mapped: dropping what it left cached",
-				  (int)c->pid, (unsigned long long)c->r[i]->s.start,
-				  (unsigned long long)c->r[i]->s.end);
-			msqd_region_exited(d, c, i);
+	 * the exit.  From an incomplete list (cut at MAX_SR, short of
+	 * memory), one not seen may still be mapped: it is only forgotten. */
+	for (size_t i = c->nr; i-- > 0;) {
+		if (c->r[i]->seen)
+			continue;
+		if (!complete) {
+			msqd_region_remove(d, c, i);
+			continue;
 		}
+		log_debug("pid %d: %#llx-%#llx no longer mapped: dropping what it left cached",
+			  (int)c->pid, (unsigned long long)c->r[i]->s.start,
+			  (unsigned long long)c->r[i]->s.end);
+		msqd_region_exited(d, c, i);
+	}
 	return added;
 }
 
@@ -214,7 +230,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	_cleanup_close_ int own_pidfd = -1;
 	size_t len, n;
 	unsigned added = 0;
-	bool over;
+	bool over, complete;
 	int pidfd;
 
 	if (msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout) < 0)
@@ -238,7 +254,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 		return 0;
 	if (!msqd_pidfd_alive(pidfd))
 		return 0;
-	n = parse_smaps(text, v, MAX_SR);
+	n = parse_smaps(text, v, MAX_SR, &complete);
 	over = !c && n && (d->ndiscovered >= d->conf.max_discovered ||
 			   d->nclients >= d->conf.max_clients);
 	if (over) {
@@ -264,7 +280,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 		}
 	}
 	if (c)
-		added = reconcile(d, c, v, n);
+		added = reconcile(d, c, v, n, complete);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].path);
 	return added;
