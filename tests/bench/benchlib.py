@@ -407,6 +407,7 @@ class Harness:
         acct = self.acct
 
         def pre():
+            os.setpgid(0, 0)      # its own group: kill_all() ends it whole
             cg.enter()
             acct.enter()
             if cpus:

@@ -146,11 +146,16 @@ def evict(path, tries=5):
 # (memory.max, memory.stat file), created under our own cgroup.
 
 def kill_procs(procs):
-    """Kills the processes (subprocess.Popen) still running and reaps them
-    all, waiting at most 5 s for each."""
+    """Kills the processes (subprocess.Popen) still running, with their
+    process groups, and reaps them all, waiting at most 5 s for each.
+    The group matters: killing the `sh` of `sh -c 'cat F | pv'` alone left
+    its cat reading F into the next phase, where that phase's own stream
+    found F cached ahead of it (by another reader, so rightly kept)."""
     for p in procs:
         if p.poll() is None:
             try:
+                if os.getpgid(p.pid) == p.pid:
+                    os.killpg(p.pid, signal.SIGKILL)
                 p.kill()
             except OSError:
                 pass
@@ -622,6 +627,7 @@ class Bench:
         cg = self.cg
 
         def pre():
+            os.setpgid(0, 0)      # its own group: kill_procs() ends it whole
             cg.enter()
             if cpus:
                 os.sched_setaffinity(0, cpus)
