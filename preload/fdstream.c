@@ -79,13 +79,26 @@
  * one shared offset, skipped headers). */
 #define SEQ_SLACK CHUNK
 
-enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16 };
+/* F_RWDATA: opened read-write, holding data, with no advice (a database's
+ * file, see unadvised_skip()): its long read runs are streams, its writes
+ * are left alone, and so are runs shorter than a lag at close. */
+enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16, F_RWDATA = 32 };
 enum { DC_UNKNOWN, DC_YES, DC_NO };
 
 /* Chunk ranges a snapshot may hold (cached and not cached chunks
  * alternating over the window): more turns the snapshot off for the fd,
  * which then drops nothing (fail safe). */
 #define PRE_MAX 64
+
+/* Dirty chunks behind a reader, dropped again once clean (see
+ * drop_range()); more are merged with their neighbours or given up. */
+#define RETRY_MAX 8
+struct retry {
+	uint64_t lo, hi; /* chunk-aligned */
+	uint64_t due;    /* retried once the fd's streamed count reaches this */
+	unsigned tries;
+};
+#define RETRY_TRIES 8
 
 /* One direction (reads or writes) of a stream. */
 struct dir {
@@ -98,6 +111,8 @@ struct dir {
 	uint64_t act;       /* below this, a sequential access needs no work */
 	struct msq_extents pre; /* chunks cached before the stream reached them */
 	struct msq_range pre_v[PRE_MAX]; /* its storage: no malloc on this path */
+	struct retry retry[RETRY_MAX];
+	unsigned nretry;
 	bool started;
 	bool snapping;      /* pre is valid for this run, up to snap_hi */
 };
@@ -224,7 +239,10 @@ static bool managed_write(const struct msq_fd *s)
 {
 	if ((s->flags & F_STOPPED) || !(s->flags & F_CANWRITE) || msq_fds_mode == MSQ_READ_OFF)
 		return false;
-	return msq_fds_mode == MSQ_READ_ALL || (s->flags & F_NOREUSE);
+	if (s->flags & F_NOREUSE)
+		return true;
+	/* A database's own writes it reads again (advice makes them a stream) */
+	return msq_fds_mode == MSQ_READ_ALL && (!(s->flags & F_RWDATA) || (s->flags & F_SEQ));
 }
 
 /* Whether advice `add' makes an fd managed in the current mode (checked
@@ -328,6 +346,9 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 		    uint64_t eof)
 {
 	d->run_start = d->next = off;
+	/* Chunks a past run left dirty are forgotten: this run may read them
+	 * again, and its snapshot then rightly finds them cached before. */
+	d->nretry = 0;
 	d->done = ceil_chunk(off);
 	d->kicked = d->backlog = floor_chunk(off);
 	d->started = true;
@@ -465,6 +486,100 @@ void msq_readpath_totals(struct msq_read_totals *t)
 	t->written = __atomic_load_n(&g_tot.written, __ATOMIC_RELAXED);
 }
 
+/*
+ * Dirty pages behind a reader.  fadvise(DONTNEED) starts their writeback
+ * and drops only clean pages, so a chunk the program (or another) dirtied
+ * after the stream read it stays, clean a moment later, for the LRU to
+ * find: PostgreSQL's backends write back the hint bits they set on the
+ * pages a COPY scans, and a scan of a freshly loaded table left 50-80 MiB
+ * behind the reader that way, against the lag's 16.  So a chunk left
+ * dirty or under writeback is remembered and advised again a lag of
+ * transfers later, once cachestat says it is clean; one still dirty after
+ * RETRY_TRIES such looks is given up.  What a clean chunk keeps after its
+ * second advice is mapped or in use: left alone.
+ */
+static void retry_add(struct dir *d, uint64_t lo, uint64_t hi, uint64_t due)
+{
+	for (unsigned i = 0; i < d->nretry; i++) {
+		struct retry *r = &d->retry[i];
+
+		if (lo <= r->hi && hi >= r->lo) { /* touching: one range, due when the older is */
+			r->lo = lo < r->lo ? lo : r->lo;
+			r->hi = hi > r->hi ? hi : r->hi;
+			return;
+		}
+	}
+	if (d->nretry == RETRY_MAX) { /* full: the oldest is given up */
+		memmove(&d->retry[0], &d->retry[1], (RETRY_MAX - 1) * sizeof(d->retry[0]));
+		d->nretry--;
+	}
+	d->retry[d->nretry++] = (struct retry){ lo, hi, due, 0 };
+}
+
+/* Did fadvise(DONTNEED) of [lo, hi) leave dirty or writeback pages? */
+static bool left_dirty(int fd, uint64_t lo, uint64_t hi)
+{
+	struct msq_cachestat_range r = { lo, hi - lo };
+	struct msq_cachestat cs;
+
+	return msq_cachestat(fd, &r, &cs) == 0 && (cs.nr_dirty || cs.nr_writeback);
+}
+
+/* Advises the chunks of r that are clean now, from its start up to the
+ * first that is still dirty; returns where r goes on (r->hi: all done). */
+static uint64_t retry_range(int fd, struct retry *r)
+{
+	uint64_t c, from = r->lo;
+
+	for (c = r->lo; c < r->hi; c += CHUNK) {
+		struct msq_cachestat_range q = { c, CHUNK };
+		struct msq_cachestat cs;
+
+		if (msq_cachestat(fd, &q, &cs) < 0) {
+			c = r->hi; /* cannot tell: given up */
+			break;
+		}
+		if (cs.nr_dirty || cs.nr_writeback)
+			break;
+	}
+	if (c > from)
+		sys_fadvise(fd, from, c - from, POSIX_FADV_DONTNEED); /* counted the first time */
+	return c;
+}
+
+/* Retries the remembered chunks that are due (all of them when `all`,
+ * at close, once). */
+static void retry_due(int fd, struct msq_fd *s, struct dir *d, bool all)
+{
+	uint64_t now = __atomic_load_n(&s->c.streamed, __ATOMIC_RELAXED);
+	unsigned i = 0;
+
+	while (i < d->nretry) {
+		struct retry *r = &d->retry[i];
+		uint64_t c;
+
+		if (!all && now < r->due) {
+			i++;
+			continue;
+		}
+		c = retry_range(fd, r);
+		if (c == r->lo && ++r->tries >= RETRY_TRIES) {
+			c += CHUNK; /* dirty all along: its first chunk is given up */
+			r->tries = 0;
+		} else if (c > r->lo) {
+			r->tries = 0;
+		}
+		r->lo = c;
+		r->due = now + msq_cfg.policy.lag;
+		if (all || r->lo >= r->hi) {
+			memmove(r, r + 1, (d->nretry - i - 1) * sizeof(*r));
+			d->nretry--;
+		} else {
+			i++;
+		}
+	}
+}
+
 /* fadvise(DONTNEED) of the chunks of [from, to) not cached before. */
 static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, uint64_t to)
 {
@@ -478,8 +593,13 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 		}
 		while (e < to && !msq_extents_overlaps(&d->pre, e, e + CHUNK))
 			e += CHUNK;
-		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0)
+		if (sys_fadvise(fd, c, e - c, POSIX_FADV_DONTNEED) == 0) {
 			count_advised(s, d, e - c);
+			if (!s->blind && left_dirty(fd, c, e))
+				retry_add(d, c, e,
+					  __atomic_load_n(&s->c.streamed, __ATOMIC_RELAXED) +
+						  msq_cfg.policy.lag);
+		}
 		c = e - CHUNK;
 	}
 }
@@ -595,6 +715,8 @@ static void advance(int fd, struct msq_fd *s, struct dir *d, uint64_t off, uint6
 		start_writeback(fd, d->kicked, floor_chunk(end) - d->kicked);
 		d->kicked = floor_chunk(end);
 	}
+	if (!writing && d->nretry)
+		retry_due(fd, s, d, false);
 	target = end > lag ? floor_chunk(end - lag) : 0;
 	if (target <= d->done)
 		return;
@@ -709,19 +831,30 @@ static bool may_write(int fd, const struct stat *st, int fl)
  * Files left alone: read-only files smaller than RUN_MIN unless the program
  * says NOREUSE (a run that short drops nothing, and cp -r or tar of many
  * small files would pay the classification for nothing; cp advises
- * SEQUENTIAL for each), and, in "all" mode, files opened for reading and
- * writing that hold data unless advised (databases: what they write they
- * read again, and random access has no cursor to drop behind).  An empty
- * one is a new output (rsync writes its copy into a temporary file opened
- * read-write), managed like a write-only one.
+ * SEQUENTIAL for each).
  */
 static bool unadvised_skip(const struct stat *st, int fl, unsigned extra)
 {
 	if (extra & F_NOREUSE)
 		return false;
-	if ((fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN)
-		return true; /* SEQUENTIAL too: cp advises it for every file */
-	return (fl & O_ACCMODE) == O_RDWR && !(extra & F_SEQ) && st->st_size > 0;
+	return (fl & O_ACCMODE) == O_RDONLY && st->st_size < (off_t)RUN_MIN;
+}
+
+/*
+ * A file opened for reading and writing that holds data, with no advice,
+ * is a database's (or an editor's): what it writes it reads again, and
+ * most of its reads are random, with no cursor to drop behind.  But a
+ * dump or a full scan reads it from end to end (PostgreSQL's backends
+ * read the tables for pg_dump's COPY so, 8 KiB at a time): such a run is
+ * a stream like any other.  So its reads are managed, its writes are not,
+ * its snapshot waits for a run of RUN_MIN (random readers never pay for
+ * one), and at close only a run longer than the lag is dropped (see
+ * stream_to_drop()).  An empty one is a new output (rsync writes its copy
+ * into a temporary file opened read-write), managed like a write-only one.
+ */
+static bool is_rwdata(const struct stat *st, int fl, unsigned extra)
+{
+	return (fl & O_ACCMODE) == O_RDWR && st->st_size > 0 && !(extra & (F_SEQ | F_NOREUSE));
 }
 
 /*
@@ -765,7 +898,7 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->size = (uint64_t)st.st_size;
-	s->flags = extra;
+	s->flags = extra | (is_rwdata(&st, fl, extra) ? F_RWDATA : 0);
 	s->snap_ahead = ceil_chunk(8 * device_readahead(st.st_dev));
 	if (s->snap_ahead < SNAP_AHEAD_MIN)
 		s->snap_ahead = SNAP_AHEAD_MIN;
@@ -784,11 +917,14 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	 * first action anyway, and the call is spared for every new output. */
 	pos = st.st_size == 0 ? 0 : sys_lseek_cur(fd);
 	if (pos >= 0) {
-		/* Before the first read: the snapshot sees what was cached before. */
+		/* Before the first read: the snapshot sees what was cached before
+		 * (a database's file: at its first long run, see is_rwdata()). */
 		if (s->flags & F_CANREAD)
-			new_run(fd, s, &s->rd, (uint64_t)pos, true, (uint64_t)st.st_size);
+			new_run(fd, s, &s->rd, (uint64_t)pos, !(s->flags & F_RWDATA),
+				(uint64_t)st.st_size);
 		if (s->flags & F_CANWRITE)
-			new_run(fd, s, &s->wr, (uint64_t)pos, true, (uint64_t)st.st_size);
+			new_run(fd, s, &s->wr, (uint64_t)pos, !(s->flags & F_RWDATA),
+				(uint64_t)st.st_size);
 	}
 	old = msq_fdt_xchg(fd, s);
 	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
@@ -798,9 +934,10 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	if (old && old != MSQ_FD_IGNORED)
 		retire_state(old);
 	__atomic_add_fetch(&g_tot.files, 1, __ATOMIC_RELAXED);
-	msq_debug("fd %d: managed (%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
+	msq_debug("fd %d: managed (%s%s%s%s)", fd, s->dontcache ? "RWF_DONTCACHE" : "fadvise behind",
 		  s->blind ? ", no residency snapshot: pages cached before may go too" : "",
-		  s->flags & F_CANWRITE ? ", write-behind" : "");
+		  managed_write(s) ? ", write-behind" : "",
+		  s->flags & F_RWDATA ? ", a database's file: long reads only" : "");
 	return s;
 }
 
@@ -1014,11 +1151,15 @@ void msq_fds_advise(int fd, int advice)
  * unless the program said NOREUSE.  A shorter run is a small file, which
  * "all" mode leaves alone when reading: cp -r or tar -x of many small
  * files would otherwise start the writeback of each one at its close, in
- * the program's time (cp -r of 400 files took twice as long). */
+ * the program's time (cp -r of 400 files took twice as long).  On a
+ * database's file (F_RWDATA) a run is a stream only once it is longer than
+ * the lag, as it is while the file is open: a range scan it just read,
+ * it may read again. */
 static bool stream_to_drop(const struct msq_fd *s, const struct dir *d)
 {
-	return d->started && d->snapping &&
-	       ((s->flags & F_NOREUSE) || d->next - d->run_start >= RUN_MIN);
+	uint64_t min = (s->flags & F_RWDATA) ? msq_cfg.policy.lag + CHUNK : RUN_MIN;
+
+	return d->started && d->snapping && ((s->flags & F_NOREUSE) || d->next - d->run_start >= min);
 }
 
 /* Before fd is closed: a last drop of what its streams brought in. */
@@ -1027,9 +1168,10 @@ static void final_drop(int fd, struct msq_fd *s)
 	bool rd = managed_read(s) && stream_to_drop(s, &s->rd) && !s->dontcache;
 	bool wr = managed_write(s) && stream_to_drop(s, &s->wr) && s->wr.next > s->wr.done &&
 		  write_behind_due(s);
+	bool retry = managed_read(s) && s->rd.nretry;
 	struct stat st;
 
-	if (!(rd || wr) || s->inherited || !s->snap_ok || fstat(fd, &st) < 0 ||
+	if (!(rd || wr || retry) || s->inherited || !s->snap_ok || fstat(fd, &st) < 0 ||
 	    st.st_dev != s->dev || st.st_ino != s->ino)
 		return;
 	if (rd) {
@@ -1041,6 +1183,8 @@ static void final_drop(int fd, struct msq_fd *s)
 		if (end > s->rd.done)
 			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
 	}
+	if (retry || s->rd.nretry)
+		retry_due(fd, s, &s->rd, true);
 	if (wr)
 		drop_clean(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));
 }

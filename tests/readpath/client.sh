@@ -10,7 +10,7 @@ CLIENT=$1
 F=$WORK/f
 make_file "$F" 48
 
-for sc in short vec errors odirect pipe socket eintr fork vfork threads dup shuffle write; do
+for sc in short vec errors odirect pipe socket eintr fork vfork threads dup shuffle write rwscan rwhint rwshort rwrandom; do
 	arg=$F
 	[ $sc = write ] && arg=$WORK/w
 	evict "$F"
@@ -55,6 +55,43 @@ shim MADVSEQ_READ=all "$CLIENT" shuffle "$F" > /dev/null
 c=$(cached "$F")
 if [ "$c" -ge $(($(size "$F") - (512 << 10))) ]; then ok "shuffled 1 MiB preads: nothing dropped"
 else fail "shuffled 1 MiB preads: $(mib "$c") cached"; fi
+
+# A database's own file (read-write, no advice).  A scan from end to end
+# is a stream, dropped behind, but what was cached before it stays (the
+# snapshot waits for a run: the first 256 KiB count as cached before).
+# Random reads and writes, and a short range scan closed at once, drop
+# nothing: a database reads again what it wrote or just read.
+evict "$F"
+shim MADVSEQ_READ=all "$CLIENT" rwscan "$F" > /dev/null
+expect_streamed "$F" "database file scanned end to end"
+warm "$F"
+shim MADVSEQ_READ=all "$CLIENT" rwscan "$F" > /dev/null
+expect_whole "$F" "database file scanned end to end, cached before"
+# Its scan dirties the pages it read (PostgreSQL writes back the hint bits
+# it sets): dropped behind too, once clean.  The last lag is still dirty at
+# close and stays (nobody waits for its writeback), and so do the first
+# chunks, read before the run's snapshot: at most the lag and 8 MiB.
+H=$WORK/hint
+make_file "$H" 128
+evict "$H"
+shim MADVSEQ_READ=all "$CLIENT" rwhint "$H" > /dev/null
+c=$(cached "$H")
+if [ "$c" -le $((LAG + 2 * SLACK)) ]; then ok "database file scanned and rewritten behind the reader: $(mib "$c") cached"
+else fail "database file scanned and rewritten behind the reader: $(mib "$c") of 128 MiB cached (limit $(mib $((LAG + 2 * SLACK))))"; fi
+rm -f "$H"
+evict "$F"
+shim MADVSEQ_READ=all "$CLIENT" rwrandom "$F" > /dev/null
+c=$(cached "$F")
+if [ "$c" -ge $(($(size "$F") - (512 << 10))) ]; then ok "database file, random reads and writes: nothing dropped"
+else fail "database file, random reads and writes: $(mib "$c") of $(mib "$(size "$F")") cached"; fi
+evict "$F"
+"$CLIENT" rwshort "$F" > /dev/null
+ref=$(cached "$F")
+evict "$F"
+shim MADVSEQ_READ=all "$CLIENT" rwshort "$F" > /dev/null
+c=$(cached "$F")
+if [ "$c" -ge $((ref - (512 << 10))) ]; then ok "database file, 8 MiB range scan: nothing dropped at close ($((c >> 10)) KiB cached, $((ref >> 10)) KiB without the shim)"
+else fail "database file, 8 MiB range scan: $((c >> 10)) KiB cached, $((ref >> 10)) KiB without the shim"; fi
 
 # A vfork child's read and close leave the parent's state alone.
 evict "$F"

@@ -7,7 +7,8 @@
  *   rpclient SCENARIO FILE
  * Scenarios: short, vec, errors, odirect, pipe, socket, eintr, fork,
  * threads, vfork, dup, shuffle, stop FILE normal|random|willneed,
- * write FILE (writes 64 MiB, prints its hash).
+ * write FILE (writes 64 MiB, prints its hash), rwscan, rwhint, rwshort,
+ * rwrandom (a database's reads and writes of its own file).
  */
 #ifndef _GNU_SOURCE
 #ifndef _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,6 +308,73 @@ static void sc_shuffle(const char *path)
 	close(fd);
 }
 
+/*
+ * A database's access to its own file: opened read-write, no advice, 8 KiB
+ * pages.  rwscan reads it from end to end (a dump's COPY); rwrandom reads
+ * every page in a shuffled order and writes some back unchanged (index
+ * lookups and updates); rwshort reads its first 8 MiB and closes it (a
+ * range scan).  Each prints the data's hash.
+ */
+#define DBPAGE 8192
+
+static int open_db(const char *path, struct stat *sb)
+{
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0 || fstat(fd, sb) < 0) {
+		perror(path);
+		exit(2);
+	}
+	return fd;
+}
+
+static void sc_rwscan(const char *path, uint64_t limit, bool rewrite)
+{
+	static char buf[DBPAGE], ring[32][DBPAGE];
+	struct stat sb;
+	int fd = open_db(path, &sb);
+	uint64_t h = H0, off = 0, rewritten = 0;
+	ssize_t n;
+
+	while (off < limit && (n = pread(fd, buf, sizeof(buf), (off_t)off)) > 0) {
+		h = fnv(h, buf, (size_t)n);
+		/* rwhint: each page is written back unchanged 32 pages later, as
+		 * PostgreSQL's scan ring writes the hint bits it set. */
+		if (rewrite && n == DBPAGE) {
+			uint64_t slot = (off / DBPAGE) % 32;
+
+			if (off >= 32 * DBPAGE &&
+			    pwrite(fd, ring[slot], DBPAGE, (off_t)(off - 32 * DBPAGE)) == DBPAGE)
+				rewritten++;
+			memcpy(ring[slot], buf, DBPAGE);
+		}
+		off += (uint64_t)n;
+	}
+	printf("rwscan: bytes=%llu hash=%016llx rewritten=%llu close=%d\n", (unsigned long long)off,
+	       (unsigned long long)h, (unsigned long long)rewritten, close(fd));
+}
+
+static void sc_rwrandom(const char *path)
+{
+	static char buf[DBPAGE];
+	struct stat sb;
+	int fd = open_db(path, &sb);
+	uint64_t h = 0, np = (uint64_t)sb.st_size / DBPAGE, written = 0;
+
+	for (uint64_t i = 0; i < np; i++) {
+		uint64_t p = (i * 7919) % np; /* a permutation when np is not a multiple of 7919 */
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)(p * DBPAGE));
+
+		if (n > 0) {
+			h += fnv(H0, buf, (size_t)n); /* order-independent */
+			if (i % 16 == 0 && pwrite(fd, buf, (size_t)n, (off_t)(p * DBPAGE)) == n)
+				written++;
+		}
+	}
+	printf("rwrandom: pages=%llu written=%llu sum=%016llx close=%d\n", (unsigned long long)np,
+	       (unsigned long long)written, (unsigned long long)h, close(fd));
+}
+
 struct part {
 	int fd;
 	off_t off, len;
@@ -417,6 +486,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(sc, "shuffle")) sc_shuffle(f);
 	else if (!strcmp(sc, "dup")) sc_dup(f);
 	else if (!strcmp(sc, "write")) sc_write(f);
+	else if (!strcmp(sc, "rwscan")) sc_rwscan(f, UINT64_MAX, false);
+	else if (!strcmp(sc, "rwhint")) sc_rwscan(f, UINT64_MAX, true);
+	else if (!strcmp(sc, "rwshort")) sc_rwscan(f, UINT64_C(8) << 20, false);
+	else if (!strcmp(sc, "rwrandom")) sc_rwrandom(f);
 	else {
 		fprintf(stderr, "usage: rpclient SCENARIO FILE\n");
 		return 2;
