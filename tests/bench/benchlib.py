@@ -17,6 +17,7 @@ imported as they are, so both measure the same way.  What is added here:
   report()  the tables and PASS/MISS lines, the same for every scenario.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -296,12 +297,12 @@ class Sampler(threading.Thread):
     it runs.  `progress` returns the victim's completed operations so far
     (None if unknown)."""
 
-    def __init__(self, h, victim_files, stream_paths, progress=None, period=0.25):
+    def __init__(self, h, victim_files, stream_paths, progress=None, period=0.25, exclude=()):
         super().__init__(daemon=True)
         self.h, self.victim_files, self.stream_paths = h, victim_files, stream_paths
         # A stream path may hold the victim's files too (a whole cluster):
-        # those count as the victim's.
-        self.exclude = set(victim_files)
+        # those count as the victim's, and `exclude` as nobody's.
+        self.exclude = set(victim_files) | set(exclude)
         self.progress, self.period = progress, period
         self.samples = []
         self.halt = threading.Event()
@@ -627,11 +628,19 @@ def repeated_phases(a, phase, kinds, odirect=True):
     reference's result (None without one) and, per kind, its results in
     report()'s order (alone, the variants, alone at the end), each merged
     over the repetitions (merge_reps)."""
+    def logged(i, kind, v):
+        # Every phase's raw result (samples included) in --log-dir, one
+        # JSON line each, for a closer look than the tables give.
+        r = phase(kind, v)
+        with open(os.path.join(a.log_dir, "phases.jsonl"), "a") as f:
+            f.write(json.dumps({"rep": i, "kind": kind, "result": r}, default=str) + "\n")
+        return r
+
     def one_rep(i):
         if a.reps > 1:
             log("repetition %d of %d" % (i + 1, a.reps))
-        return [phase(None, "alone")] + ([phase("odirect", "kernel")] if odirect else []) + \
-            [phase(kind, v) for kind in kinds for v in a.variants] + [phase(None, "alone_end")]
+        return [logged(i, None, "alone")] + ([logged(i, "odirect", "kernel")] if odirect else []) + \
+            [logged(i, kind, v) for kind in kinds for v in a.variants] + [logged(i, None, "alone_end")]
     flat = merge_reps([one_rep(i) for i in range(a.reps)])
     first, nv = (2 if odirect else 1), len(a.variants)
     return (flat[1] if odirect else None,
