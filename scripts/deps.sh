@@ -10,8 +10,9 @@ pkgs=(build-essential meson ninja-build pkg-config
       # the programs of the corpus (tests/conformance/README.md)
       python3.11 libpython3.11-testsuite git sqlite3 gzip xz-utils zstd bzip2 perl
       make nodejs openjdk-17-jdk-headless
-      # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests
-      clang libclang-rt-dev strace
+      # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests;
+      # mandoc for the man pages' lint (tools-man-lint)
+      clang libclang-rt-dev strace mandoc
       "$@")
 missing=()
 for p in "${pkgs[@]}"; do
