@@ -65,7 +65,7 @@ def cat_progress(sh_pid):
 
 def phase(h, a, variant):
     res = {"variant": variant, "victim_bytes": None}
-    tag = "churn-" + variant
+    tag = B.phase_tag(a, "churn", variant)
     cat_argv, env, why = (None, None, None)
     if variant not in B.ALONE:
         cat_argv, env, why = h.wrap(variant, stream_argv(a), None, tag)

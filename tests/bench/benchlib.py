@@ -77,6 +77,14 @@ def add_common_args(ap, limit, quick_help):
                          "is summed (3)")
 
 
+def phase_tag(a, *parts):
+    """The name of a phase's files in --log-dir (pgbench logs, MADVSEQ_STATS,
+    stderr), the repetition included: pg_backup's readiness check once
+    counted the first repetition's pgbench log as the second's progress,
+    and so took the server's children before pgbench had connected."""
+    return "%s-r%d" % ("-".join(parts), getattr(a, "rep", 0))
+
+
 def finish_args(a):
     a.variants = [v for v in a.variants.split(",") if v]
     for v in a.variants:
@@ -639,6 +647,7 @@ def repeated_phases(a, phase, kinds, odirect=True):
     def one_rep(i):
         if a.reps > 1:
             log("repetition %d of %d" % (i + 1, a.reps))
+        a.rep = i               # in every phase's tag: its files are its own
         return [logged(i, None, "alone")] + ([logged(i, "odirect", "kernel")] if odirect else []) + \
             [logged(i, kind, v) for kind in kinds for v in a.variants] + [logged(i, None, "alone_end")]
     flat = merge_reps([one_rep(i) for i in range(a.reps)])

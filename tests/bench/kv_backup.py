@@ -80,7 +80,7 @@ STREAMERS = {
 
 def phase(h, a, kind, variant):
     res = {"variant": variant, "victim_bytes": None}
-    tag = "%s-%s" % (kind or "alone", variant)
+    tag = B.phase_tag(a, kind or "alone", variant)
     out = os.path.join(h.scratch, "backup")
     argv = env = None
     if kind == "odirect":

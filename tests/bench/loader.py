@@ -84,7 +84,7 @@ def fio_job(path):
 
 def phase(h, a, kind, variant):
     res = {"variant": variant, "kind": kind, "victim_bytes": a.victim_size}
-    tag = "%s-%s" % (kind or "alone", variant)
+    tag = B.phase_tag(a, kind or "alone", variant)
     argv = env = None
     if kind == "odirect":
         argv = ["fio", "--name=odirect", "--ioengine=psync", "--rw=read", "--direct=1", "--bs=1M",

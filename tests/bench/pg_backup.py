@@ -171,7 +171,7 @@ def pin(pid, cpus):
 
 def phase(h, a, c, kind, variant):
     res = {"variant": variant}
-    tag = "%s-%s" % (kind or "alone", variant)
+    tag = B.phase_tag(a, kind or "alone", variant)
     out = os.path.join(h.scratch, "backup")
     argv = env = None
     if kind == "basebackup":
