@@ -126,6 +126,7 @@ struct msq_fd {
 	bool blind;     /* no residency snapshot possible (see the top) */
 	bool dontcache; /* reads go through preadv2(RWF_DONTCACHE) */
 	bool inherited; /* copied by fork: no final drop at close */
+	int wdc;        /* writes through RWF_DONTCACHE: DC_UNKNOWN until looked at */
 	uint64_t snap_ahead;
 	uint64_t size;     /* the file's size when it was classified */
 	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
@@ -135,7 +136,7 @@ struct msq_fd {
 };
 
 enum msq_read_mode msq_fds_mode; /* MSQ_READ_OFF until msq_readpath_init() */
-int msq_fds_dontcache;            /* MADVSEQ_DONTCACHE=1: reads use RWF_DONTCACHE */
+int msq_fds_dontcache = -1;       /* MADVSEQ_DONTCACHE (fdstream.h) */
 static bool g_dc_any;             /* some fd was set up for RWF_DONTCACHE */
 
 /* Filesystems that refused RWF_DONTCACHE (or took it), by st_dev. */
@@ -1072,6 +1073,68 @@ bool msq_fds_use_dontcache(int fd)
 	return dc;
 }
 
+/*
+ * Writes through pwritev2(RWF_DONTCACHE) (Linux 6.14+, where the filesystem
+ * takes it): the kernel starts writeback of what the call wrote and drops
+ * each folio it created once written, so a stream's output leaves nothing
+ * behind, not even its last chunks, which are still dirty when the program
+ * closes the file and which write-behind (it drops only clean chunks) had
+ * to leave: an rsync of a tree of 64 MiB files kept 158 MiB of its copy.
+ * Folios cached before stay cached.  On ext4 here such writes ran at 4x
+ * the speed of plain ones, at a fifth of the CPU (they recycle pages the
+ * VM already has).  Only where write-behind is due (the process wrote
+ * WB_FREE, or the fd is NOREUSE), only once the fd's run is RUN_MIN long
+ * (small files and small outputs stay as they were), only for calls of at
+ * least DC_WRITE_MIN (the kernel starts writeback of each call's range: GNU
+ * tar's 10 KiB writes of one archive ran at 0.68x the speed and 2.3x the
+ * CPU so, where write-behind's 2 MiB chunks cost nothing), never under a
+ * seccomp filter (one that allows write but not pwritev2 could kill the
+ * program), and not with MADVSEQ_DONTCACHE=0.
+ */
+#define DC_WRITE_MIN (UINT64_C(64) << 10)
+static bool seccomp_filtered(void)
+{
+	char buf[2048], *p;
+	int fd = msq_sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? msq_sys_read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		msq_sys_close(fd);
+	if (n <= 0)
+		return true; /* cannot tell: as if filtered */
+	buf[n] = 0;
+	p = strstr(buf, "\nSeccomp:");
+	if (!p)
+		return n == (ssize_t)sizeof(buf) - 1; /* cut short: cannot tell */
+	p += strlen("\nSeccomp:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return *p != '0';
+}
+
+bool msq_fds_write_dontcache(int fd, uint64_t n)
+{
+	struct msq_fd *s;
+	bool dc = false;
+
+	if (n < DC_WRITE_MIN || __atomic_load_n(&msq_fds_dontcache, __ATOMIC_RELAXED) == 0)
+		return false;
+	urcu_bp_read_lock();
+	s = msq_fdt_peek(fd);
+	if (s && s != MSQ_FD_IGNORED && managed_write(s) && write_behind_due(s) && s->wr.started &&
+	    s->wr.next - s->wr.run_start >= RUN_MIN && dev_state(s->dev) != DC_NO) {
+		int st = __atomic_load_n(&s->wdc, __ATOMIC_RELAXED);
+
+		if (st == DC_UNKNOWN) {
+			st = seccomp_filtered() ? DC_NO : DC_YES;
+			__atomic_store_n(&s->wdc, st, __ATOMIC_RELAXED);
+		}
+		dc = st == DC_YES;
+	}
+	urcu_bp_read_unlock();
+	return dc;
+}
+
 /* The filesystem of fd refused RWF_DONTCACHE: remember, for every fd. */
 void msq_fds_dontcache_refused(int fd)
 {
@@ -1083,6 +1146,7 @@ void msq_fds_dontcache_refused(int fd)
 	if (s && s != MSQ_FD_IGNORED) {
 		dev_learn(s->dev, DC_NO);
 		s->dontcache = false;
+		__atomic_store_n(&s->wdc, DC_NO, __ATOMIC_RELAXED);
 		msq_debug("fd %d: RWF_DONTCACHE refused by this filesystem", fd);
 	}
 	urcu_bp_read_unlock();

@@ -23,7 +23,8 @@ struct msq_fd;
 /* Which fds the read path manages; read by every wrapper's fast path.
  * MSQ_READ_OFF until msq_readpath_init() sets it, last. */
 extern enum msq_read_mode msq_fds_mode MSQ_HIDDEN;
-/* MADVSEQ_DONTCACHE=1: managed reads go through preadv2(RWF_DONTCACHE). */
+/* MADVSEQ_DONTCACHE: 1, managed reads and writes go through
+ * RWF_DONTCACHE; -1 (unset, the default), writes only; 0, neither. */
 extern int msq_fds_dontcache MSQ_HIDDEN;
 
 /* fd is about to move data: its state, classifying it first in "all" mode
@@ -36,6 +37,10 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing) MSQ_HIDDEN;
  * in "all" mode); and that its filesystem refused it. */
 bool msq_fds_use_dontcache(int fd) MSQ_HIDDEN;
 void msq_fds_dontcache_refused(int fd) MSQ_HIDDEN;
+/* Whether the next write on fd, of n bytes, is to go through RWF_DONTCACHE
+ * (a managed write stream past its first RUN_MIN, see fdstream.c).  Guard
+ * raised. */
+bool msq_fds_write_dontcache(int fd, uint64_t n) MSQ_HIDDEN;
 /* Whether fd is managed and its file was at least bytes long when the read
  * path first looked at it (lock-free). */
 bool msq_fds_at_least(int fd, uint64_t bytes) MSQ_HIDDEN;

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,6 +57,26 @@ static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t o
 		/* Refused before any data moved: the program's own call decides
 		 * (an EINVAL of its own making comes back from it).  Kernels and
 		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP. */
+		if (errno == EOPNOTSUPP)
+			msq_fds_dontcache_refused(fd);
+		errno = saved;
+		return -2;
+	}
+	return rc;
+}
+
+/* pwritev2(RWF_DONTCACHE) in place of the program's write (off -1: at the
+ * file position, as write() and writev() write); -2 as above.  The raw
+ * syscall: the library's own I/O does not go through its wrappers. */
+static ssize_t try_dontcache_write(int fd, const struct iovec *iov, int cnt, int64_t off, int flags)
+{
+	int saved = errno;
+	ssize_t rc;
+
+	if (MSQ_FAULT("madvseq/readpath/pwritev2"))
+		return -2;
+	rc = syscall(SYS_pwritev2, fd, iov, cnt, (long)off, 0L, flags | RWF_DONTCACHE);
+	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
 		if (errno == EOPNOTSUPP)
 			msq_fds_dontcache_refused(fd);
 		errno = saved;
@@ -243,7 +264,8 @@ MSQ_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 	return readv_common(V_PREADV64V2, fd, iov, cnt, off, fl);
 }
 
-/* Writes: the same shape, no RWF_DONTCACHE (its writes are synchronous). */
+/* Writes: the same shape; a stream's writes go through RWF_DONTCACHE once
+ * write-behind is due (msq_fds_write_dontcache). */
 static ssize_t call_write(int fd, const void *buf, size_t n)
 {
 	return CALL(write, syscall(SYS_write, fd, buf, n), fd, buf, n);
@@ -251,11 +273,14 @@ static ssize_t call_write(int fd, const void *buf, size_t n)
 
 static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *buf, size_t n)
 {
-	ssize_t rc;
+	ssize_t rc = -2;
 
 	MSQ_ENTER();
 	msq_fds_seen(fd);
-	rc = call_write(fd, buf, n);
+	if (msq_fds_write_dontcache(fd, n))
+		rc = try_dontcache_write(fd, &(struct iovec){ (void *)buf, n }, 1, -1, 0);
+	if (rc == -2)
+		rc = call_write(fd, buf, n);
 	if (rc > 0)
 		msq_fds_after(fd, -1, (uint64_t)rc, true);
 	MSQ_LEAVE();
@@ -278,8 +303,12 @@ static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, boo
 			    : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	MSQ_ENTER();
 	msq_fds_seen(fd);
-	rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
-		  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
+	rc = msq_fds_write_dontcache(fd, n)
+		     ? try_dontcache_write(fd, &(struct iovec){ (void *)buf, n }, 1, off, 0)
+		     : -2;
+	if (rc == -2)
+		rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
+			  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
 	if (rc > 0)
 		msq_fds_after(fd, off, (uint64_t)rc, true);
 	MSQ_LEAVE();
@@ -311,6 +340,22 @@ static ssize_t call_wv(enum vkind k, int fd, const struct iovec *iov, int cnt, i
 	return -1;
 }
 
+/* The bytes an iovec asks to move (0 if it cannot be told: too many
+ * entries, or an overflow, which the real call then reports itself). */
+static uint64_t iov_bytes(const struct iovec *iov, int cnt)
+{
+	uint64_t n = 0;
+
+	if (cnt <= 0 || cnt > 1024)
+		return 0;
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > (uint64_t)SSIZE_MAX - n)
+			return 0;
+		n += iov[i].iov_len;
+	}
+	return n;
+}
+
 static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off,
 			     int fl)
 {
@@ -321,7 +366,11 @@ static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int 
 		return call_wv(k, fd, iov, cnt, off, fl);
 	MSQ_ENTER();
 	msq_fds_seen(fd);
-	rc = call_wv(k, fd, iov, cnt, off, fl);
+	rc = msq_fds_write_dontcache(fd, iov_bytes(iov, cnt))
+		     ? try_dontcache_write(fd, iov, cnt, positional ? off : -1, fl)
+		     : -2;
+	if (rc == -2)
+		rc = call_wv(k, fd, iov, cnt, off, fl);
 	if (rc > 0)
 		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, true);
 	MSQ_LEAVE();
@@ -840,6 +889,7 @@ void msq_readpath_init(void)
 {
 	const char *v = getenv("MADVSEQ_DONTCACHE");
 
+	/* Unset: writes only (fdstream.c says why reads are opt-in). */
 	if (v && *v) {
 		bool on = false;
 

@@ -131,6 +131,13 @@ if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 		fail "tmpfs (RWF_DONTCACHE refused): differs"
 	grep -q "RWF_DONTCACHE refused" "$WORK/log" && ok "tmpfs: refusal noticed" ||
 		echo "info: tmpfs did not refuse RWF_DONTCACHE"
+	# Writes too: a NOREUSE writer's large writes try RWF_DONTCACHE.
+	T=$(mktemp /dev/shm/readpath.XXXXXX)
+	"$CLIENT" write "$T" > "$WORK/plain" 2>&1
+	shim MADVSEQ_READ=all "$CLIENT" write "$T" > "$WORK/shim" 2>&1
+	rm -f "$T"
+	cmp -s "$WORK/plain" "$WORK/shim" && ok "tmpfs writes (RWF_DONTCACHE refused): same" ||
+		{ fail "tmpfs writes (RWF_DONTCACHE refused): differs"; diff "$WORK/plain" "$WORK/shim" | head; }
 fi
 for sc in short vec errors; do
 	"$CLIENT" $sc "$F" > "$WORK/plain" 2>&1

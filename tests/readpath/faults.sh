@@ -1,6 +1,6 @@
 #!/bin/sh
 # libfiu failures inside the shim never change what the program sees: the
-# fadvise, preadv2, sync_file_range and allocation fault points fail every
+# fadvise, preadv2, pwritev2, sync_file_range and allocation fault points fail every
 # time, and cat/sha256sum/rpclient outputs stay identical.
 #   faults.sh RPCLIENT
 . "$(dirname "$0")/lib.sh"
@@ -31,7 +31,7 @@ c=$(cached "$F")
 if [ "$c" -gt $((LAG + SLACK)) ]; then ok "fadvise fault point fires ($(mib "$c") stayed cached)"
 else fail "fadvise fault point did not fire ($(mib "$c") cached)"; fi
 
-for point in madvseq/readpath/fadvise madvseq/readpath/preadv2 madvseq/readpath/sync_file_range madvseq/alloc; do
+for point in madvseq/readpath/fadvise madvseq/readpath/preadv2 madvseq/readpath/pwritev2 madvseq/readpath/sync_file_range madvseq/alloc; do
 	for sc in short vec errors dup fork write; do
 		arg=$F
 		[ $sc = write ] && arg=$WORK/w
