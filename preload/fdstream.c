@@ -80,7 +80,7 @@
 #define SEQ_SLACK CHUNK
 
 /* F_RWDATA: opened read-write, holding data, with no advice (a database's
- * file, see unadvised_skip()): its long read runs are streams, its writes
+ * file, see is_rwdata()): its long read runs are streams, its writes
  * are left alone, and so are runs shorter than a lag at close. */
 enum { F_SEQ = 1, F_NOREUSE = 2, F_STOPPED = 4, F_CANREAD = 8, F_CANWRITE = 16, F_RWDATA = 32 };
 enum { DC_UNKNOWN, DC_YES, DC_NO };
@@ -1247,7 +1247,7 @@ static void final_drop(int fd, struct msq_fd *s)
 		if (end > s->rd.done)
 			drop_range(fd, s, &s->rd, s->rd.done, ceil_chunk(end));
 	}
-	if (retry || s->rd.nretry)
+	if (managed_read(s) && s->rd.nretry) /* (drop_range may have added some) */
 		retry_due(fd, s, &s->rd, true);
 	if (wr)
 		drop_clean(fd, s, &s->wr, s->wr.done, ceil_chunk(s->wr.next));

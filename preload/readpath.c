@@ -43,40 +43,26 @@
 #endif
 
 
-/* preadv2(RWF_DONTCACHE) in place of the program's read; returns -2 (and
- * errno untouched) when the caller must make the program's own call. */
-static ssize_t try_dontcache(int fd, const struct iovec *iov, int cnt, int64_t off, int flags)
+/* preadv2 or pwritev2 with RWF_DONTCACHE in place of the program's read or
+ * write (off -1: at the file position, as read, readv, write and writev
+ * move); returns -2 (and errno untouched) when the caller must make the
+ * program's own call.  The raw syscall: the library's own I/O does not go
+ * through its wrappers. */
+static ssize_t try_dontcache(bool writing, int fd, const struct iovec *iov, int cnt, int64_t off,
+			     int flags)
 {
 	int saved = errno;
 	ssize_t rc;
 
-	if (!msq_real.preadv2 || MSQ_FAULT("madvseq/readpath/preadv2"))
+	if (writing ? MSQ_FAULT("madvseq/readpath/pwritev2") : MSQ_FAULT("madvseq/readpath/preadv2"))
 		return -2;
-	rc = msq_real.preadv2(fd, iov, cnt, (off_t)off, flags | RWF_DONTCACHE);
-	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+	rc = syscall(writing ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L,
+		     flags | RWF_DONTCACHE);
+	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
 		/* Refused before any data moved: the program's own call decides
 		 * (an EINVAL of its own making comes back from it).  Kernels and
-		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP. */
-		if (errno == EOPNOTSUPP)
-			msq_fds_dontcache_refused(fd);
-		errno = saved;
-		return -2;
-	}
-	return rc;
-}
-
-/* pwritev2(RWF_DONTCACHE) in place of the program's write (off -1: at the
- * file position, as write() and writev() write); -2 as above.  The raw
- * syscall: the library's own I/O does not go through its wrappers. */
-static ssize_t try_dontcache_write(int fd, const struct iovec *iov, int cnt, int64_t off, int flags)
-{
-	int saved = errno;
-	ssize_t rc;
-
-	if (MSQ_FAULT("madvseq/readpath/pwritev2"))
-		return -2;
-	rc = syscall(SYS_pwritev2, fd, iov, cnt, (long)off, 0L, flags | RWF_DONTCACHE);
-	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
+		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP, kernels
+		 * without the syscall ENOSYS. */
 		if (errno == EOPNOTSUPP)
 			msq_fds_dontcache_refused(fd);
 		errno = saved;
@@ -127,7 +113,7 @@ static __attribute__((noinline, cold)) ssize_t read_slow(int fd, void *buf, size
 
 	MSQ_ENTER();
 	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(fd, &iov, 1, -1, 0);
+		rc = try_dontcache(false, fd, &iov, 1, -1, 0);
 	if (rc == -2)
 		rc = call_read(fd, buf, n);
 	if (rc > 0)
@@ -167,7 +153,7 @@ static ssize_t pread_common(int fd, void *buf, size_t n, int64_t off, bool is64)
 			    : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
 	MSQ_ENTER();
 	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(fd, &iov, 1, off, 0);
+		rc = try_dontcache(false, fd, &iov, 1, off, 0);
 	if (rc == -2)
 		rc = is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
 			  : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
@@ -230,7 +216,7 @@ static ssize_t readv_common(enum vkind k, int fd, const struct iovec *iov, int c
 		return call_v(k, fd, iov, cnt, off, fl);
 	MSQ_ENTER();
 	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(fd, iov, cnt, positional ? off : -1, fl);
+		rc = try_dontcache(false, fd, iov, cnt, positional ? off : -1, fl);
 	if (rc == -2)
 		rc = call_v(k, fd, iov, cnt, off, fl);
 	if (rc > 0)
@@ -278,7 +264,7 @@ static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *bu
 	MSQ_ENTER();
 	msq_fds_seen(fd);
 	if (msq_fds_write_dontcache(fd, n))
-		rc = try_dontcache_write(fd, &(struct iovec){ (void *)buf, n }, 1, -1, 0);
+		rc = try_dontcache(true, fd, &(struct iovec){ (void *)buf, n }, 1, -1, 0);
 	if (rc == -2)
 		rc = call_write(fd, buf, n);
 	if (rc > 0)
@@ -304,7 +290,7 @@ static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, boo
 	MSQ_ENTER();
 	msq_fds_seen(fd);
 	rc = msq_fds_write_dontcache(fd, n)
-		     ? try_dontcache_write(fd, &(struct iovec){ (void *)buf, n }, 1, off, 0)
+		     ? try_dontcache(true, fd, &(struct iovec){ (void *)buf, n }, 1, off, 0)
 		     : -2;
 	if (rc == -2)
 		rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
@@ -367,7 +353,7 @@ static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int 
 	MSQ_ENTER();
 	msq_fds_seen(fd);
 	rc = msq_fds_write_dontcache(fd, iov_bytes(iov, cnt))
-		     ? try_dontcache_write(fd, iov, cnt, positional ? off : -1, fl)
+		     ? try_dontcache(true, fd, iov, cnt, positional ? off : -1, fl)
 		     : -2;
 	if (rc == -2)
 		rc = call_wv(k, fd, iov, cnt, off, fl);
