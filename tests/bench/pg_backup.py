@@ -201,7 +201,8 @@ def phase(h, a, c, kind, variant):
         for f in B.files_under([c.data]):
             B.evict(f)
         h.run(["sh", "-c", 'cat "$1"/* > /dev/null', "sh", c.bench_dir])
-        victim_files = [f for f in B.files_under([c.bench_dir])
+        bench_files = B.files_under([c.bench_dir])
+        victim_files = [f for f in bench_files
                         if any(f == r or f.startswith(r + ".") for r in c.victim_rels)]
         res["victim_bytes"] = B.cached_sum(victim_files)
         prefix = os.path.join(a.log_dir, tag + ".pgbench")
@@ -221,7 +222,7 @@ def phase(h, a, c, kind, variant):
                     pin(pid, a.victim_cpus)
         m = B.Meter(h)
         smp = B.Sampler(h, victim_files, [c.data, out, out + ".sql"], counter,
-                        a.sample_ms / 1000.0, exclude=B.files_under([c.bench_dir]))
+                        a.sample_ms / 1000.0, exclude=bench_files)
         m.start()
         smp.start()
         t0, w0 = time.monotonic(), time.time()
