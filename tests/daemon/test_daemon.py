@@ -18,8 +18,8 @@ import sys
 import tempfile
 import time
 
-from msqtest import (M, SLOWDOWN, Cgroup, Monitor, Workdir, cached, check, done, evict, marked_in_use,
-                     plain_env, rate, shim_env, skip)
+from msqtest import (M, SLOWDOWN, Cgroup, Monitor, Workdir, cached, cached_map, check, done, evict,
+                     marked_in_use, plain_env, rate, shim_env, skip)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures")
@@ -719,8 +719,14 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 elif not faults:
                     check(dropped > size // 2, "the daemon dropped most of the file (%dM)" % (dropped // M))
                 if static and not faults:
-                    check(after <= M, "after the discovered streamer exited, the daemon dropped "
-                          "what it left (%dK left)" % (after // 1024))
+                    # fadvise(DONTNEED) cannot free a folio that the kernel
+                    # holds for a moment (isolated for migration or reclaim,
+                    # most likely): 2 MiB stayed in one CI run of many, with
+                    # all 16 MiB of the last lag logged as dropped.
+                    if after > M:
+                        print("left after the exit drop, MiB: %s" % cached_map(data))
+                    check(after <= 2 * M, "after the discovered streamer exited, the daemon dropped "
+                          "what it left (%dK left, at most one large folio)" % (after // 1024))
                 # Discovery starts up to one scan late: the pages read by then
                 # go at the first cycle, so the peak is a scan's worth higher.
                 bound = lag + (64 * M if static or kill_daemon or faults else 48 * M)
