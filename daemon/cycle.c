@@ -113,8 +113,8 @@ static void address_space_gone(struct msqd *d, struct msqd_client *c)
 	msqd_client_closing(d, c);
 }
 
-uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
-				uint64_t end)
+int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+			       uint64_t end)
 {
 	struct msqd_region *r = c->r[i];
 	struct msq_stream part;
@@ -144,9 +144,11 @@ uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i,
 		  (unsigned long long)(msq_extents_total(&part.kept) >> 10),
 		  rc < 0 ? strerror((int)-rc) : "ok", (unsigned long long)((msqd_now_ns() - t0) / 1000));
 	msq_stream_free(&part);
-	if (rc == -ESRCH)
+	if (rc == -ESRCH) {
 		address_space_gone(d, c);
-	return rc > 0 ? (uint64_t)rc : 0;
+		return 0;
+	}
+	return rc;
 }
 
 void msqd_kernel_recheck(struct msqd *d)

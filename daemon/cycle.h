@@ -18,9 +18,12 @@ struct msqd_client;
 /* Returns bytes dropped in this pass. */
 uint64_t msqd_cycle(struct msqd *d);
 /* The client is about to unmap [start, end) of region i (or to exit):
- * drops all of that part the policy lets go, now.  Returns bytes dropped. */
-uint64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
-				uint64_t end);
+ * drops all of that part the policy lets go, now.  Returns bytes dropped,
+ * or -errno when the advice failed (the client then drops it itself);
+ * a client whose address space is gone (ESRCH) is left to its exit drop,
+ * and 0 is returned. */
+int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
+			       uint64_t end);
 /* Reads the kernel's drop-behind switch again if a second has passed (each
  * cycle, and each status: an idle daemon runs no cycles). */
 void msqd_kernel_recheck(struct msqd *d);

@@ -94,6 +94,7 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 	struct msq_msg_result res = { 0 };
 	uint64_t end = m->start + m->length; /* (validated: no wrap) */
 	int rc = msqd_valid_unregister(m);
+	int64_t got;
 
 	if (rc == -EBADMSG)
 		return rc;
@@ -124,7 +125,11 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 				res.status = refused(d, c, rc);
 				break; /* (and its regions are gone) */
 			}
-			msqd_region_final_drop(d, c, i, m->start, end);
+			/* Advice that failed is the client's to give (it
+			 * still maps the range): told by the status. */
+			got = msqd_region_final_drop(d, c, i, m->start, end);
+			if (got < 0 && !res.status)
+				res.status = (int32_t)got;
 			if (c->dead)
 				continue; /* through the file, once it has exited */
 		}

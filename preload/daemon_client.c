@@ -63,6 +63,7 @@ static struct {
 	struct entry *e;
 	size_t n, cap;
 	uint32_t answered[ANSWERED]; /* seqs of the last RESULT/POLICY replies */
+	int32_t answer_status[ANSWERED]; /* and their status (0 for POLICY) */
 	unsigned nanswered;
 	uint32_t policy_seq;
 	bool policy_asked, policy_known, read_from_env;
@@ -213,18 +214,21 @@ static struct entry *find_seq(uint32_t seq)
 	return NULL;
 }
 
-static void answered(uint32_t seq)
+static void answered(uint32_t seq, int32_t status)
 {
+	g.answer_status[g.nanswered % ANSWERED] = status;
 	g.answered[g.nanswered++ % ANSWERED] = seq;
 }
 
-static bool was_answered(uint32_t seq)
+static bool was_answered(uint32_t seq, int32_t *status)
 {
 	unsigned n = g.nanswered < ANSWERED ? g.nanswered : ANSWERED;
 
 	for (unsigned i = 0; i < n; i++)
-		if (g.answered[i] == seq)
+		if (g.answered[i] == seq) {
+			*status = g.answer_status[i];
 			return true;
+		}
 	return false;
 }
 
@@ -271,7 +275,7 @@ static bool read_replies(void)
 		case MSQ_MSG_RESULT: {
 			struct entry *e = n == sizeof(m.r) ? find_seq(m.h.seq) : NULL;
 
-			answered(m.h.seq);
+			answered(m.h.seq, n == sizeof(m.r) ? m.r.status : -EPROTO);
 			if (e && e->id == m.r.id)
 				e->state = m.r.status == 0 ? E_ACKED : E_REFUSED;
 			break;
@@ -285,7 +289,7 @@ static bool read_replies(void)
 				apply_policy(&m.p);
 				g.policy_known = true;
 			}
-			answered(m.h.seq);
+			answered(m.h.seq, 0);
 			break;
 		default:
 			break;
@@ -423,9 +427,9 @@ out:
  * Waits up to wait_ns for the answer to request seq of connection conn,
  * reading the other replies meanwhile.  The lock is taken only to read;
  * the wait itself (poll) holds none.  False on timeout or a lost
- * connection.  No allocation.
+ * connection; else the answer's status goes to *status.  No allocation.
  */
-static bool await_reply(uint64_t conn, uint32_t seq, uint64_t wait_ns)
+static bool await_reply(uint64_t conn, uint32_t seq, uint64_t wait_ns, int32_t *status)
 {
 	uint64_t deadline = msq_now_ns() + wait_ns;
 
@@ -436,7 +440,7 @@ static bool await_reply(uint64_t conn, uint32_t seq, uint64_t wait_ns)
 
 		pthread_mutex_lock(&g.lock);
 		alive = g.fd >= 0 && g.conn == conn && read_replies();
-		done = alive && was_answered(seq);
+		done = alive && was_answered(seq, status);
 		pfd.fd = g.fd;
 		pthread_mutex_unlock(&g.lock);
 		if (done || !alive)
@@ -449,19 +453,20 @@ static bool await_reply(uint64_t conn, uint32_t seq, uint64_t wait_ns)
 	}
 }
 
-void msq_daemon_forget(uint64_t start, uint64_t end, bool final)
+bool msq_daemon_forget(uint64_t start, uint64_t end, bool final)
 {
 	struct msq_msg_unregister m = { .start = start, .length = end - start };
 	size_t j = 0;
 	bool any = false, acked = false, wait;
+	int32_t status = 0;
 	uint64_t conn;
 
 	if (g.disabled)
-		return;
+		return false;
 	pthread_mutex_lock(&g.lock);
 	if (g.fd < 0 || g.state != ST_READY) {
 		pthread_mutex_unlock(&g.lock);
-		return;
+		return false;
 	}
 	for (size_t i = 0; i < g.n; i++) {
 		if (g.e[i].start < end && g.e[i].end > start) {
@@ -474,7 +479,7 @@ void msq_daemon_forget(uint64_t start, uint64_t end, bool final)
 	g.n = j;
 	if (!any) {
 		pthread_mutex_unlock(&g.lock);
-		return;
+		return false;
 	}
 	/* The daemon's regions: it drops their last lag, with its checks,
 	 * before the range goes. */
@@ -485,23 +490,33 @@ void msq_daemon_forget(uint64_t start, uint64_t end, bool final)
 	if (!fd_is_ours() || send_msg(&m, MSQ_MSG_UNREGISTER, sizeof(m)) < 0) {
 		disconnect("cannot tell it about an unmapped range", RETRY_MIN_NS);
 		pthread_mutex_unlock(&g.lock);
-		return;
+		return false;
 	}
 	wait = m.flags != 0;
 	conn = g.conn;
 	pthread_mutex_unlock(&g.lock);
-	if (wait && !await_reply(conn, m.h.seq, FINAL_WAIT_NS))
-		msq_debug("madvseqd did not confirm the final drop of %#llx-%#llx in time; "
-			  "its last lag may stay cached", (unsigned long long)start,
-			  (unsigned long long)end);
+	if (!wait)
+		return false;
+	if (!await_reply(conn, m.h.seq, FINAL_WAIT_NS, &status)) {
+		msq_debug("madvseqd did not confirm the final drop of %#llx-%#llx in time: "
+			  "dropping it here", (unsigned long long)start, (unsigned long long)end);
+		return false;
+	}
+	if (status < 0) {
+		msq_debug("madvseqd could not make the final drop of %#llx-%#llx (%s): "
+			  "dropping it here", (unsigned long long)start, (unsigned long long)end,
+			  strerror(-status));
+		return false;
+	}
+	return true;
 }
 
-void msq_daemon_release_all(void)
+bool msq_daemon_release_all(void)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
 
 	if (g.disabled)
-		return;
+		return false;
 	pthread_mutex_lock(&g.lock);
 	for (size_t i = 0; i < g.n; i++) {
 		if (g.e[i].start < lo)
@@ -510,8 +525,7 @@ void msq_daemon_release_all(void)
 			hi = g.e[i].end;
 	}
 	pthread_mutex_unlock(&g.lock);
-	if (lo < hi)
-		msq_daemon_forget(lo, hi, true);
+	return lo < hi && msq_daemon_forget(lo, hi, true);
 }
 
 /* Waits up to wait_ns, with no lock held, for connection conn to be
@@ -567,7 +581,7 @@ void msq_daemon_report_at_exit(void)
 	/* Answered before the connection closes with the process, so the
 	 * daemon has counted it. */
 	if (seq)
-		await_reply(conn, seq, POLICY_WAIT_NS);
+		await_reply(conn, seq, POLICY_WAIT_NS, &(int32_t){ 0 });
 }
 
 void msq_daemon_ask_policy(void)
@@ -589,7 +603,7 @@ void msq_daemon_ask_policy(void)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (wait)
-		await_reply(conn, seq, POLICY_WAIT_NS);
+		await_reply(conn, seq, POLICY_WAIT_NS, &(int32_t){ 0 });
 }
 
 bool msq_daemon_atfork_prepare(void)

@@ -42,11 +42,15 @@ void msq_daemon_sync(void) MSQ_HIDDEN;
 /* [start, end) is no longer what was registered (munmap, mremap,
  * MADV_NORMAL, made writable): tell the daemon.  final (munmap, exit):
  * the daemon drops the range's last lag first, and this waits for it (up
- * to 50 ms, with no lock held, so call it without the table lock). */
-void msq_daemon_forget(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
+ * to 50 ms, with no lock held, so call it without the table lock).
+ * Returns whether the daemon confirmed that final drop; when it did not
+ * (no answer in time, advice that failed, no daemon any more), the
+ * regions it had there are the caller's to drop. */
+bool msq_daemon_forget(uint64_t start, uint64_t end, bool final) MSQ_HIDDEN;
 /* At exit() (not _exit): the final drop of every region the daemon
- * manages.  Call without the table lock. */
-void msq_daemon_release_all(void) MSQ_HIDDEN;
+ * manages.  Call without the table lock.  Returns whether the daemon
+ * confirmed it, as msq_daemon_forget. */
+bool msq_daemon_release_all(void) MSQ_HIDDEN;
 /* At exit() (not _exit), without the table lock: tells the daemon what
  * the read path did since the last report (its metrics), connecting once
  * if the program never did; waits up to 20 ms for the welcome and 20 ms

@@ -23,6 +23,23 @@ void msq_engine_retire(struct msq_region *part, void *arg) MSQ_HIDDEN;
 /* retire() without the final drop (the range is no longer the mapping it
  * was, or the program asked for its pages to be left alone). */
 void msq_engine_account(struct msq_region *part) MSQ_HIDDEN;
+
+/*
+ * The daemon's parts of a range being unmapped: the daemon makes their
+ * final drop, and the shim makes it if the daemon does not confirm it (no
+ * answer in time, advice that failed).  msq_engine_retire_handing_over is
+ * msq_engine_retire that also keeps a copy of each such part (up to
+ * MSQ_HANDOVER_MAX; the others are the daemon's alone, as before);
+ * msq_engine_handover_end, with the table lock held and the range still
+ * mapped, drops them unless the daemon took them, and frees the copies.
+ */
+#define MSQ_HANDOVER_MAX 4
+struct msq_handover {
+	size_t n;
+	struct msq_stream s[MSQ_HANDOVER_MAX];
+};
+void msq_engine_retire_handing_over(struct msq_region *part, void *handover) MSQ_HIDDEN;
+void msq_engine_handover_end(struct msq_handover *h, bool daemon_took) MSQ_HIDDEN;
 /* In _exit: drops what the regions mapped, with syscalls only (no
  * allocation; the table lock only if it can be had within a few ms). */
 void msq_engine_exit_flush(void) MSQ_HIDDEN;

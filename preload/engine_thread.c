@@ -87,14 +87,59 @@ static bool not_ours(const struct msq_region *r)
 	return r->kernel || (r->delegated && msq_daemon_ready());
 }
 
-void msq_engine_retire(struct msq_region *part, void *arg)
+/* Locked: drops all of s the policy lets go (its reader is done). */
+static void final_drop(struct msq_stream *s)
 {
-	const char *why = arg ? arg : "unmapped";
+	if (msq_is_owner() && ensure_pagemap() == 0)
+		msq_stream_cycle(&g_eng, s, msq_now_ns(), true);
+}
 
-	if (!not_ours(part) && msq_is_owner() && ensure_pagemap() == 0)
-		msq_stream_cycle(&g_eng, &part->s, msq_now_ns(), true);
+static void retire(struct msq_region *part, const char *why, bool daemons_too)
+{
+	if (!part->kernel && (daemons_too || !not_ours(part)))
+		final_drop(&part->s);
 	account(part);
 	report_region(part, why);
+}
+
+void msq_engine_retire(struct msq_region *part, void *arg)
+{
+	retire(part, arg ? arg : "unmapped", false);
+}
+
+/* At exit, when the daemon did not confirm the final drop of its parts. */
+static void retire_with_daemons(struct msq_region *part, void *arg)
+{
+	retire(part, arg, true);
+}
+
+void msq_engine_retire_handing_over(struct msq_region *part, void *handover)
+{
+	struct msq_handover *h = handover;
+
+	if (!part->kernel && not_ours(part) && h->n < MSQ_HANDOVER_MAX &&
+	    msq_stream_clip(&h->s[h->n], &part->s, part->s.start, part->s.end) == 0)
+		h->n++;
+	retire(part, "unmapped", false);
+}
+
+void msq_engine_handover_end(struct msq_handover *h, bool daemon_took)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		struct msq_stream *s = &h->s[i];
+		char d[32];
+
+		if (!daemon_took) {
+			final_drop(s);
+			g_done.dropped += s->st.dropped;
+			g_done.kept += s->st.kept;
+			g_done.errors += s->st.errors;
+			msq_debug("%#" PRIx64 "-%#" PRIx64 ": final drop made here: dropped %s", s->start,
+				  s->end, msq_format_size(s->st.dropped, d, sizeof(d)));
+		}
+		msq_stream_free(s);
+	}
+	h->n = 0;
 }
 
 void msq_engine_account(struct msq_region *part)
@@ -267,16 +312,25 @@ static void write_stats(void)
 void msq_engine_shutdown(void)
 {
 	char d[32], k[32];
-	bool locked;
+	bool locked, daemon_took;
 
 	/* Bounded: exit() may come from a signal handler that interrupted
 	 * a holder of the lock on this very thread. */
 	locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS);
 	if (locked) {
+		/* (and once the engine sees this, it hands nothing more to
+		 * the daemon) */
 		g_stopping = true;
 		if (g_kick_cond_ready)
 			pthread_cond_signal(&g_kick_cond);
-		msq_regions_clear(msq_engine_retire, (void *)"at exit");
+		msq_regions_unlock();
+	}
+	/* The daemon's regions first: their final drop, waited for without
+	 * the table lock.  Unconfirmed, it is made here with the others. */
+	daemon_took = msq_daemon_release_all();
+	if (locked && (locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS))) {
+		msq_regions_clear(daemon_took ? msq_engine_retire : retire_with_daemons,
+				  (void *)"at exit");
 		if (msq_cfg.debug && g_done.regions)
 			msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly "
 				  "referenced), %" PRIu64 " errors",
@@ -284,9 +338,6 @@ void msq_engine_shutdown(void)
 				  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
 		msq_regions_unlock();
 	}
-	/* The daemon's regions: their final drop, waited for without the
-	 * table lock. */
-	msq_daemon_release_all();
 	msq_daemon_report_at_exit();
 	if (msq_cfg.stats_path[0])
 		write_stats();

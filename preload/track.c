@@ -164,24 +164,36 @@ static void retire_quietly(struct msq_region *part, void *arg)
 	msq_engine_account(part);
 }
 
-/* Locked: takes [start, end) out of the table. */
-static void remove_locked(uint64_t start, uint64_t end, bool flush)
+/* Locked: takes [start, end) out of the table, retiring what goes. */
+static void remove_locked(uint64_t start, uint64_t end,
+			  void (*retire)(struct msq_region *, void *), void *arg)
 {
-	void (*retire)(struct msq_region *, void *) = flush ? msq_engine_retire : retire_quietly;
-
-	if (msq_regions_remove(start, end, retire, NULL) < 0)
+	if (msq_regions_remove(start, end, retire, arg) < 0)
 		/* Out of memory: a stale entry could aim the engine at whatever
 		 * is mapped there next, so stop tracking everything instead. */
-		msq_regions_clear(retire, NULL);
+		msq_regions_clear(retire, arg);
 }
 
 void msq_track_forget(uint64_t start, uint64_t end, bool flush)
 {
+	struct msq_handover h;
+	bool daemon_took;
+
+	h.n = 0;
 	msq_track_lock();
-	remove_locked(start, end, flush);
+	if (flush)
+		remove_locked(start, end, msq_engine_retire_handing_over, &h);
+	else
+		remove_locked(start, end, retire_quietly, NULL);
 	msq_track_unlock();
 	/* Outside the table lock: a final unregister waits for the daemon. */
-	msq_daemon_forget(start, end, flush);
+	daemon_took = msq_daemon_forget(start, end, flush);
+	if (h.n) {
+		/* Still mapped: the caller unmaps it after this. */
+		msq_track_lock();
+		msq_engine_handover_end(&h, daemon_took);
+		msq_track_unlock();
+	}
 }
 
 void msq_track_moved_locked(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
@@ -220,7 +232,7 @@ void msq_track_writable(uint64_t start, uint64_t end)
 							 r->s.end < end ? r->s.end : end };
 		}
 		for (size_t i = 0; i < n; i++) {
-			remove_locked(parts[i].start, parts[i].end, false);
+			remove_locked(parts[i].start, parts[i].end, retire_quietly, NULL);
 			msq_debug("%#llx-%#llx made writable: no longer tracked (private mapping)",
 				  (unsigned long long)parts[i].start, (unsigned long long)parts[i].end);
 		}

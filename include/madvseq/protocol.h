@@ -112,7 +112,11 @@ struct msq_msg_register {
  * to exit) the daemon first drops what its policy would drop of that
  * range once the reader is done with it (all of it but strong references
  * and what was cached before), then answers; the client waits for that
- * RESULT, briefly, before unmapping. */
+ * RESULT, briefly, before unmapping.  Its status is 0 when the daemon did
+ * what its policy asks (which may be nothing: a closed pressure gate,
+ * mode off), -EPERM when the client lost its rights, or the -errno of
+ * advice that failed: then, as when no answer comes in time, the client
+ * drops that range itself. */
 #define MSQ_UNREGISTER_FINAL 1u
 struct msq_msg_unregister {
 	struct msq_msg_hdr h;

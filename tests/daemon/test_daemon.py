@@ -166,6 +166,11 @@ class Daemon:
                 return float(m.group(1))
         return None
 
+    def metric_sum(self, name):
+        """A metric's sum over all its labels (0 when it has none yet)."""
+        out = self.ctl("stats", "--format=prometheus", check_rc=False).stdout
+        return sum(float(v) for v in re.findall(r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), out, re.M))
+
     def alive(self):
         return self.p.poll() is None
 
@@ -901,6 +906,56 @@ def case_final_drop(end):
         check(c0 is not None and c0 == c1, "with no region left the daemon runs no cycles "
               "(%s, then %s after 0.5 s)" % (c0, c1))
         show_if_failed(d, p.stderr)
+        d.stop()
+    done()
+
+
+def case_final_takeover(how, end):
+    """A final drop the daemon does not make is the shim's: when its advice
+    fails (the daemon answers with the error) or when no answer comes in
+    time (a daemon stopped by SIGSTOP), the shim drops the range itself
+    before it unmaps it or exits.  Before, it left the whole last lag, and
+    here all the daemon had not dropped, cached."""
+    need_root()
+    size = 128 * M
+    with Workdir("takeover-%s-%s" % (how, end)) as wd:
+        data = wd.file("data", size)
+        # failing: every advice of the daemon fails, so it drops nothing
+        # while the stream runs either; the fault point is in its engine.
+        prefix = fiu_prefix("enable name=madvseq/madvise") if how == "failing" else []
+        d = Daemon(wd.path, "[/*]\nmode = pageout\n", prefix=prefix)
+        evict(data)
+        p = subprocess.Popen([tool("STREAMER"), data, rate(100), "300", "1", end],
+                             env=shim_env(MADVSEQ_SOCKET=d.sock, MADVSEQ_DEBUG="1"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stopped = False
+        if how == "stopped":
+            # Stopped once it manages the stream (it has dropped some).
+            t0 = time.time()
+            while p.poll() is None and time.time() - t0 < 30:
+                if d.metric_sum("madvseq_dropped_bytes_total") > 8 * M:
+                    os.kill(d.p.pid, signal.SIGSTOP)
+                    stopped = True
+                    break
+                time.sleep(0.05)
+        try:
+            out, err = p.communicate(timeout=120)
+            left = cached(data)
+        finally:
+            if stopped:
+                os.kill(d.p.pid, signal.SIGCONT)
+        dropped = d.metric_sum("madvseq_dropped_bytes_total")
+        print("%s, %s: the daemon dropped %dM; %dK of %dM left cached" % (
+            how, end, dropped // M, left // 1024, size // M))
+        check(p.returncode == 0 and "does the work" in err, "the daemon had the stream")
+        if how == "failing":
+            check(dropped == 0, "the daemon's advice failed: it dropped nothing (%dM)" % (dropped // M))
+            check("could not make the final drop" in err, "the shim was told the final drop failed")
+        else:
+            check(stopped, "the daemon was stopped while it managed the stream")
+            check("did not confirm the final drop" in err, "the shim saw no answer in time")
+        check(left <= M, "the shim made the final drop itself (%dK left)" % (left // 1024))
+        show_if_failed(d, err)
         d.stop()
     done()
 
@@ -1687,6 +1742,9 @@ CASES = {
     "read-report": case_read_report,
     "final-exit": lambda: case_final_drop("exit"),
     "final-_exit": lambda: case_final_drop("_exit"),
+    "final-failing-exit": lambda: case_final_takeover("failing", "exit"),
+    "final-failing-munmap": lambda: case_final_takeover("failing", "munmap-hold"),
+    "final-stopped-exit": lambda: case_final_takeover("stopped", "exit"),
     "orphan-kill": case_orphan_kill,
     "orphan-kill-streaming": case_orphan_kill_streaming,
     "orphan-kill-namespace": case_orphan_kill_namespace,
