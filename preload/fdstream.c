@@ -33,12 +33,14 @@
  * error the program's own fsync() must see) and never fsyncs.  That work
  * runs in the writer's own time (about 0.1 ms per MiB here), where the
  * kernel alone would leave it to its flusher threads: so a process's first
- * WB_FREE bytes of writes (four lags, 64 MiB by default) get none of it
- * (NOREUSE fds excepted): about what a writer's output may occupy anyway
- * with write-behind on (WB_AHEAD ahead of the oldest unwritten chunk plus
- * the lag behind, three lags), and a lag more.  Programs that write less,
- * most of them, pay nothing for write-behind; cp or tar -x of a large tree
- * pay from there on.
+ * WB_FREE bytes of writes (MADVSEQ_WRITE_FREE; four lags, 64 MiB, by
+ * default) get none of it (NOREUSE fds excepted): about what a writer's
+ * output may occupy anyway with write-behind on (WB_AHEAD ahead of the
+ * oldest unwritten chunk plus the lag behind, three lags), and a lag more.
+ * Programs that write less, most of them, pay nothing for write-behind;
+ * cp or tar -x of a large tree pay from there on.  madvseq run sets it to
+ * 0: a person who wraps a backup means all of its output, and a tree of
+ * files closed before the process reached four lags would keep them.
  */
 #include "fdstream.h"
 
@@ -616,7 +618,8 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 #define WB_AHEAD (2 * msq_cfg.policy.lag)
 #define WB_POLL_NS 1000000L
 #define WB_POLLS 200 /* at most 200 ms per call */
-#define WB_FREE (WB_AHEAD + 2 * msq_cfg.policy.lag)
+#define WB_FREE                                                                      \
+	(msq_cfg.write_free == MSQ_WRITE_FREE_LAGS ? 4 * msq_cfg.policy.lag : msq_cfg.write_free)
 
 /* Bytes this process wrote through managed fds (reset in a fork child). */
 static uint64_t g_wr_bytes;

@@ -67,6 +67,8 @@ static const struct var {
 	{ "MADVSEQ_INTERVAL", p_duration, "a duration from 100us to 1h (e.g. 20ms)", "20ms" },
 	{ "MADVSEQ_READ", p_read, "a read mode (advised, noreuse, all or off)", "advised" },
 	{ "MADVSEQ_DONTCACHE", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "0" },
+	/* (checked for madvseq run only, whose default it is) */
+	{ "MADVSEQ_WRITE_FREE", p_size, "a size (e.g. 64M, or 0)", "0" },
 	{ "MADVSEQ_DEBUG", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "0" },
 	{ "MADVSEQ_DAEMON", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "1" },
 	{ "MADVSEQ_PAGEMAP_SCAN", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "1" },

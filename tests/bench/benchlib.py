@@ -58,7 +58,10 @@ def add_common_args(ap, limit, quick_help):
     ap.add_argument("--daemon", default=None,
                     help="madvseqd (default: daemon/madvseqd in --lib's build directory)")
     ap.add_argument("--read-mode", default="all",
-                    help="MADVSEQ_READ for the libmadvseq and madvseqd rows (default all)")
+                    help="MADVSEQ_READ for the libmadvseq and madvseqd rows (default all, as madvseq run)")
+    ap.add_argument("--write-free", default="0",
+                    help="MADVSEQ_WRITE_FREE for the libmadvseq and madvseqd rows (default 0, as madvseq run; "
+                         "'' for the library's own default, four lags)")
     ap.add_argument("--dir", default=None,
                     help="scratch directory on a disk filesystem (default $TMPDIR if on disk, else /var/tmp)")
     ap.add_argument("--log-dir", default=None, help="keep logs and raw outputs here")
@@ -457,6 +460,7 @@ class Harness:
             return None, None, "libmadvseq not built (%s)" % self.a.lib
         env["LD_PRELOAD"] = self.a.lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
         env["MADVSEQ_READ"] = self.a.read_mode
+        env["MADVSEQ_WRITE_FREE"] = self.a.write_free
         env["MADVSEQ_STATS"] = os.path.join(self.a.log_dir, tag + ".%p.madvseq-stats")
         if variant == "daemon":
             if not self.a.daemon or not os.path.exists(self.a.daemon):

@@ -22,10 +22,10 @@ stream() { # WHAT MODE COMMAND...: cold run, then warm run
 	expect_whole "$SRC" "$what (cached before)"
 }
 
-copy_left() { # WHAT COPY: a written copy leaves at most 4 lags cached
+copy_left() { # WHAT COPY [LIMIT]: a written copy leaves at most 4 lags cached
 	c=$(cached "$2")
-	if [ "$c" -le $((LAG * 4)) ]; then ok "$1: $(mib "$c") of the copy cached"
-	else fail "$1: $(mib "$c") of the copy cached"; fi
+	if [ "$c" -le "${3:-$((LAG * 4))}" ]; then ok "$1: $(mib "$c") of the copy cached"
+	else fail "$1: $(mib "$c") of the copy cached (limit $(mib "${3:-$((LAG * 4))}"))"; fi
 }
 
 same() { # WHAT FILE
@@ -70,12 +70,14 @@ copy_left "sed (all, fwrite) output" "$WORK/sed"
 same "sed (all)" "$WORK/sed"
 
 # A process that writes less than 4 lags in all (64 MiB) gets no
-# write-behind: it would cost the writer's time for pages the output may
-# occupy anyway.  NOREUSE asks for it from the first byte.
+# write-behind, by the library's default: it would cost the writer's time
+# for pages the output may occupy anyway.  (madvseq run asks for all of
+# it, MADVSEQ_WRITE_FREE=0: below.)  NOREUSE asks for it from the first
+# byte.
 written_behind() { sed -n 's/^read_bytes_written_behind=//p' "$1"; }
 rm -f "$WORK/small" "$WORK/st-small"
-shim MADVSEQ_READ=all MADVSEQ_STATS="$WORK/st-small" dd if="$SRC" of="$WORK/small" bs=1M count=40 \
-	status=none || fail "dd 40 MiB (all): exit status"
+shim env -u MADVSEQ_WRITE_FREE MADVSEQ_READ=all MADVSEQ_STATS="$WORK/st-small" dd if="$SRC" of="$WORK/small" \
+	bs=1M count=40 status=none || fail "dd 40 MiB (all): exit status"
 wb=$(written_behind "$WORK/st-small")
 c=$(cached "$WORK/small")
 if [ "${wb:-x}" = 0 ] && [ "$c" -ge $((40 << 20)) ]; then
@@ -104,11 +106,29 @@ copy_left "NOREUSE writer" "$WORK/small"
 # 10 KiB writes stay plain (the kernel would start writeback of each) and
 # leave what the disk has not written back by each close: reported only.
 TREE=$WORK/tree
-mkdir -p "$TREE"
-for i in 01 02 03 04 05 06 07 08 09 10 11 12; do
-	head -c $((16 << 20)) "$SRC" > "$TREE/f$i"
-done
-TSUM=$(cd "$TREE" && cat f* | sha256sum)
+make_tree() {
+	mkdir -p "$TREE"
+	for i in 01 02 03 04 05 06 07 08 09 10 11 12; do
+		head -c $((16 << 20)) "$SRC" > "$TREE/f$i"
+	done
+	TSUM=$(cd "$TREE" && cat f* | sha256sum)
+}
+# tree_copied WHAT LIMIT: judges the copy in $WORK/out-WHAT (on ext4; tar
+# and other filesystems: reported only), then that it is identical.
+tree_copied() {
+	sync -f "$WORK/out-$1/tree"
+	# (The cache before the checksum reads the copy back.)
+	c=0
+	for f in "$WORK/out-$1/tree"/f*; do c=$((c + $(cached "$f"))); done
+	if [ "$(stat -f -c %T "$WORK")" != ext2/ext3 ] || [ "$1" = tar ]; then
+		echo "info: $(stat -f -c %T "$WORK"): $1 of a tree left $(mib "$c") cached"
+	elif [ "$c" -le "$2" ]; then ok "$1 of a tree (192 MiB): $(mib "$c") of the copy cached"
+	else fail "$1 of a tree (192 MiB): $(mib "$c") of the copy cached (limit $(mib "$2"))"; fi
+	[ "$(cd "$WORK/out-$1/tree" && cat f* | sha256sum)" = "$TSUM" ] && ok "$1 of a tree: output identical" ||
+		fail "$1 of a tree: output differs"
+	rm -rf "$WORK/out-$1"
+}
+make_tree
 for w in rsync tar; do
 	rm -rf "$WORK/out-$w"
 	mkdir -p "$WORK/out-$w"
@@ -117,27 +137,17 @@ for w in rsync tar; do
 		tar -C "$WORK" -cf - tree | shim MADVSEQ_READ=all tar -C "$WORK/out-$w" -xf - ||
 			fail "tar -x (all): exit status"
 	else
-		shim MADVSEQ_READ=all rsync -r --whole-file "$TREE" "$WORK/out-$w/" ||
+		shim env -u MADVSEQ_WRITE_FREE MADVSEQ_READ=all rsync -r --whole-file "$TREE" "$WORK/out-$w/" ||
 			fail "rsync -r (all): exit status"
 	fi
-	sync -f "$WORK/out-$w/tree"
-	# (The cache before the checksum reads the copy back.)
-	c=0
-	for f in "$WORK/out-$w/tree"/f*; do c=$((c + $(cached "$f"))); done
-	if [ "$(stat -f -c %T "$WORK")" != ext2/ext3 ] || [ $w = tar ]; then
-		echo "info: $(stat -f -c %T "$WORK"): $w of a tree left $(mib "$c") cached"
-	elif [ "$c" -le $((LAG * 4 + 2 * SLACK)) ]; then ok "$w of a tree (192 MiB): $(mib "$c") of the copy cached"
-	else fail "$w of a tree (192 MiB): $(mib "$c") of the copy cached (limit $(mib $((LAG * 4 + 2 * SLACK))))"; fi
-	[ "$(cd "$WORK/out-$w/tree" && cat f* | sha256sum)" = "$TSUM" ] && ok "$w of a tree: output identical" ||
-		fail "$w of a tree: output differs"
+	tree_copied $w $((LAG * 4 + 2 * SLACK))
 done
-rm -rf "$TREE" "$WORK"/out-*
 
 # madvseq run without --read manages every stream: tar (no advice) and
 # cp's output.  (Under the sanitizers the wrapper is not used: it cannot
 # put their runtimes first.)
 if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
-	run_default() { env -u MADVSEQ_READ MADVSEQ_LIBRARY="$MADVSEQ_LIB" sh "$MADVSEQ_WRAPPER" run -- "$@"; }
+	run_default() { env -u MADVSEQ_READ -u MADVSEQ_WRITE_FREE MADVSEQ_LIBRARY="$MADVSEQ_LIB" sh "$MADVSEQ_WRAPPER" run -- "$@"; }
 	evict "$SRC"
 	run_default sh -c 'tar -C "$1" -cf - src | cat > /dev/null' sh "$WORK" ||
 		fail "madvseq run -- tar: exit status $?"
@@ -146,7 +156,8 @@ if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
 	evict "$SRC"
 	run_default cp "$SRC" "$WORK/cp-default" || fail "madvseq run -- cp: exit status $?"
 	expect_streamed "$SRC" "madvseq run (default --read) -- cp: source"
-	copy_left "madvseq run -- cp" "$WORK/cp-default"
+	# (madvseq run: all of the output, so at most the lag.)
+	copy_left "madvseq run -- cp" "$WORK/cp-default" "$LAG"
 	same "madvseq run -- cp" "$WORK/cp-default"
 	# rsync writes into a temporary file opened read-write, then renames it.
 	rm -f "$WORK/rsync-default"
@@ -154,9 +165,29 @@ if [ -z "${MADVSEQ_PRELOAD:-}" ]; then
 	run_default rsync --whole-file "$SRC" "$WORK/rsync-default" ||
 		fail "madvseq run -- rsync: exit status $?"
 	expect_streamed "$SRC" "madvseq run (default --read) -- rsync: source"
-	copy_left "madvseq run -- rsync" "$WORK/rsync-default"
+	copy_left "madvseq run -- rsync" "$WORK/rsync-default" "$LAG"
 	same "madvseq run -- rsync" "$WORK/rsync-default"
+	# And all of the output: write-behind from a process's first byte
+	# (MADVSEQ_WRITE_FREE=0), so that a tree whose files are closed
+	# before the process has written four lags does not stay cached
+	# (with the library's own default: 64 MiB of these 192).
+	rm -f "$WORK/small" "$WORK/st-small"
+	run_default env MADVSEQ_STATS="$WORK/st-small" dd if="$SRC" of="$WORK/small" bs=1M count=40 \
+		status=none || fail "madvseq run -- dd 40 MiB: exit status"
+	wb=$(written_behind "$WORK/st-small")
+	c=$(cached "$WORK/small")
+	if [ "${wb:-0}" -gt 0 ] && [ "$c" -le $((LAG + SLACK)) ]; then
+		ok "madvseq run -- dd 40 MiB: $(mib "$wb") written behind, $(mib "$c") cached"
+	else fail "madvseq run -- dd 40 MiB: written behind ${wb:-?}, $(mib "$c") cached"; fi
+	rm -f "$WORK/small" "$WORK/st-small"
+	rm -rf "$WORK/out-run-rsync"
+	mkdir -p "$WORK/out-run-rsync"
+	vmtouch -e "$TREE" > /dev/null
+	run_default rsync -r --whole-file "$TREE" "$WORK/out-run-rsync/" ||
+		fail "madvseq run -- rsync -r: exit status $?"
+	tree_copied run-rsync $((LAG + SLACK))
 fi
+rm -rf "$TREE"
 finish
 fi
 

@@ -143,7 +143,10 @@ def case_wrapper_options():
             (["-S", "/run/y.sock", "-r", "all", "-i", "50ms"],
              ["MADVSEQ_SOCKET=/run/y.sock", "MADVSEQ_READ=all", "MADVSEQ_INTERVAL=50ms"]),
             (["--pagemap-scan=no", "--procfs=/proc"], ["MADVSEQ_PAGEMAP_SCAN=no", "MADVSEQ_PROCFS=/proc"]),
-            (["--cgroupfs=/sys/fs/cgroup"], ["MADVSEQ_CGROUPFS=/sys/fs/cgroup"])]:
+            (["--cgroupfs=/sys/fs/cgroup"], ["MADVSEQ_CGROUPFS=/sys/fs/cgroup"]),
+            ([], ["MADVSEQ_READ=all", "MADVSEQ_WRITE_FREE=0"]),  # madvseq run's own defaults
+            (["-w64M"], ["MADVSEQ_WRITE_FREE=64M"]),
+            (["--write-free", "1G"], ["MADVSEQ_WRITE_FREE=1G"])]:
         p = wrapper("run", *args, "--", "env")
         env = p.stdout.splitlines()
         check(p.returncode == 0 and all(w in env for w in want),
@@ -166,7 +169,8 @@ def case_wrapper_bad_value_once():
     tree = "cat %s | cat > /dev/null; cat %s | wc -c > /dev/null; python3 -c 'import subprocess; " \
            "subprocess.run([\"true\"])'" % (f, f)
     for var, val in [("MADVSEQ_LAG", "lots"), ("MADVSEQ_DONTCACHE", "maybe"), ("MADVSEQ_MODE", "fast"),
-                     ("MADVSEQ_DAEMON", "sometimes"), ("MADVSEQ_DEBUG", "2"), ("MADVSEQ_INTERVAL", "1y")]:
+                     ("MADVSEQ_DAEMON", "sometimes"), ("MADVSEQ_DEBUG", "2"), ("MADVSEQ_INTERVAL", "1y"),
+                     ("MADVSEQ_WRITE_FREE", "all")]:
         p = wrapper("run", "--", "sh", "-c", tree, env={var: val})
         lines = [l for l in p.stderr.splitlines() if var in l]
         check(p.returncode == 0 and len(lines) == 1,
