@@ -55,8 +55,10 @@ static int p_read(const char *s)
 	return msq_parse_read_mode(s, &m);
 }
 
-/* The library's variables, what each takes and what it falls back to
- * (preload/shim.c, readpath.c, daemon_client.c). */
+/* The library's variables, what each takes and what a bad value gives way
+ * to (preload/shim.c, readpath.c, daemon_client.c): the library's default,
+ * or madvseq run's own where it has one (MADVSEQ_READ, MADVSEQ_WRITE_FREE):
+ * only madvseq run checks them here. */
 static const struct var {
 	const char *name;
 	int (*parse)(const char *);
@@ -65,9 +67,8 @@ static const struct var {
 	{ "MADVSEQ_MODE", p_mode, "a mode (pageout, cold or off)", "pageout" },
 	{ "MADVSEQ_LAG", p_size, "a size (e.g. 16M)", "16M" },
 	{ "MADVSEQ_INTERVAL", p_duration, "a duration from 100us to 1h (e.g. 20ms)", "20ms" },
-	{ "MADVSEQ_READ", p_read, "a read mode (advised, noreuse, all or off)", "advised" },
+	{ "MADVSEQ_READ", p_read, "a read mode (advised, noreuse, all or off)", "all" },
 	{ "MADVSEQ_DONTCACHE", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "0" },
-	/* (checked for madvseq run only, whose default it is) */
 	{ "MADVSEQ_WRITE_FREE", p_size, "a size (e.g. 64M, or 0)", "0" },
 	{ "MADVSEQ_DEBUG", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "0" },
 	{ "MADVSEQ_DAEMON", p_bool, "a boolean (yes/true/on/1 or no/false/off/0)", "1" },

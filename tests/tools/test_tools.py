@@ -179,6 +179,12 @@ def case_wrapper_bad_value_once():
     p = wrapper("run", "--lag=2X", "--", "sh", "-c", tree)
     lines = [l for l in p.stderr.splitlines() if "MADVSEQ_LAG" in l]
     check(len(lines) == 1 and "using 16M" in lines[0], "--lag=2X: reported once, default named", p.stderr)
+    # Where madvseq run has a default of its own, a bad value gives way to it.
+    for opt, var, want in (("--read=sometimes", "MADVSEQ_READ", "all"),
+                           ("--write-free=lots", "MADVSEQ_WRITE_FREE", "0")):
+        p = wrapper("run", opt, "--", "env")
+        check(p.returncode == 0 and ("%s=%s" % (var, want)) in p.stdout.splitlines() and
+              ("using %s" % want) in p.stderr, "%s: madvseq run's own default, %s" % (opt, want), p.stderr)
 
 
 def case_wrapper_stats_path():
