@@ -57,9 +57,28 @@ expect_streamed() {
 # warm FILE, then expect_whole FILE WHAT: what warm cached is still
 # cached.  The shim drops whole 2 MiB chunks; up to 512 KiB less is
 # reclaim by other load on the machine.
+# A DAMON pageout scheme (some hosts run one over physical memory) evicts
+# what it samples as idle, a warm test file too: a 512 MiB file left alone
+# here lost 15 MiB within a minute, starting after 30 s, and a check below
+# lost one 2 MiB folio of it now and then.  On such a machine the checks
+# allow one such folio more, and say so.
+damon_pageout_on() {
+	for k in /sys/kernel/mm/damon/admin/kdamonds/[0-9]*; do
+		[ "$(cat "$k/state" 2>/dev/null)" = on ] || continue
+		for a in "$k"/contexts/*/schemes/*/action; do
+			[ "$(cat "$a" 2>/dev/null)" = pageout ] && return 0
+		done
+	done
+	return 1
+}
+WARM_SLACK=$((512 << 10))
+damon_pageout_on && WARM_SLACK=$((WARM_SLACK + (2 << 20)))
+
 expect_whole() {
 	c=$(cached "$1")
 	if [ "$c" -ge $((WARM - (512 << 10))) ]; then ok "$2: stayed cached ($((c >> 10)) of $((WARM >> 10)) KiB)"
+	elif [ "$c" -ge $((WARM - WARM_SLACK)) ]; then
+		ok "$2: stayed cached but $(((WARM - c) >> 10)) KiB ($((c >> 10)) of $((WARM >> 10)) KiB; this machine's DAMON pageout scheme evicts idle pages: one 2 MiB folio allowed)"
 	else fail "$2: $((c >> 10)) KiB of $((WARM >> 10)) KiB cached before"; fi
 }
 
