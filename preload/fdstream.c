@@ -618,8 +618,7 @@ static void drop_range(int fd, struct msq_fd *s, struct dir *d, uint64_t from, u
 #define WB_AHEAD (2 * msq_cfg.policy.lag)
 #define WB_POLL_NS 1000000L
 #define WB_POLLS 200 /* at most 200 ms per call */
-#define WB_FREE                                                                      \
-	(msq_cfg.write_free == MSQ_WRITE_FREE_LAGS ? 4 * msq_cfg.policy.lag : msq_cfg.write_free)
+#define WB_FREE (msq_cfg.write_free)
 
 /* Bytes this process wrote through managed fds (reset in a fork child). */
 static uint64_t g_wr_bytes;

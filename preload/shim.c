@@ -122,8 +122,9 @@ static void read_config(void)
 			msq_warn("MADVSEQ_LAG is below the 2M drop granularity; using 2M");
 		msq_cfg.policy.lag = MSQ_CHUNK;
 	}
-	/* Four lags unless told (madvseq run says 0): see fdstream.c. */
-	msq_cfg.write_free = MSQ_WRITE_FREE_LAGS;
+	/* Four lags unless told (madvseq run says 0): see fdstream.c.  (The
+	 * lag is final here: nothing changes it later.) */
+	msq_cfg.write_free = 4 * msq_cfg.policy.lag;
 	READ_ENV("MADVSEQ_WRITE_FREE", msq_parse_size, &msq_cfg.write_free, "a size (e.g. 64M, or 0)",
 		 "4 lags");
 	v = getenv("MADVSEQ_STATS");

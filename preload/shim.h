@@ -41,8 +41,7 @@ struct msq_shim_config {
 	char stats_path[4096];  /* MADVSEQ_STATS ("" = none) */
 	bool force_pagemap_read;/* MADVSEQ_PAGEMAP_SCAN=0: read entries instead */
 	uint64_t write_free;    /* MADVSEQ_WRITE_FREE: a process's writes before
-				 * write-behind (fdstream.c), or: */
-#define MSQ_WRITE_FREE_LAGS UINT64_MAX /* four lags (the default) */
+				 * write-behind (fdstream.c); four lags unset */
 	bool kernel_covers;     /* the kernel's own drop-behind is on */
 	bool kernel_by_cgroup;  /* ... through this cgroup's switch only */
 };
