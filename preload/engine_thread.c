@@ -58,13 +58,18 @@ static int ensure_pagemap(void)
 	return rc;
 }
 
+static void add_stats(const struct msq_stream_stats *st)
+{
+	g_done.dropped += st->dropped;
+	g_done.kept += st->kept;
+	g_done.cycles += st->cycles;
+	g_done.errors += st->errors;
+}
+
 static void account(const struct msq_region *r)
 {
 	g_done.regions++;
-	g_done.dropped += r->s.st.dropped;
-	g_done.kept += r->s.st.kept;
-	g_done.cycles += r->s.st.cycles;
-	g_done.errors += r->s.st.errors;
+	add_stats(&r->s.st);
 }
 
 static void report_region(const struct msq_region *r, const char *why)
@@ -130,10 +135,8 @@ void msq_engine_handover_end(struct msq_handover *h, bool daemon_took)
 		char d[32];
 
 		if (!daemon_took) {
-			final_drop(s);
-			g_done.dropped += s->st.dropped;
-			g_done.kept += s->st.kept;
-			g_done.errors += s->st.errors;
+			final_drop(s); /* (its region was counted when it left the table) */
+			add_stats(&s->st);
 			msq_debug("%#" PRIx64 "-%#" PRIx64 ": final drop made here: dropped %s", s->start,
 				  s->end, msq_format_size(s->st.dropped, d, sizeof(d)));
 		}
