@@ -76,6 +76,10 @@ def add_common_args(ap, limit, quick_help):
     ap.add_argument("--reps", type=int, default=1,
                     help="repeat the whole sequence of phases N times, interleaved; the tables "
                          "show medians (1)")
+    ap.add_argument("--pause-damon", action="store_true",
+                    help="stop the machine's DAMON pageout schemes for the run and start them "
+                         "again at the end: they evict idle-looking page cache of any cgroup, the "
+                         "victim's included, which no variant can help")
     ap.add_argument("--cpu-runs", type=int, default=3,
                     help="runs of the stream without its victim, each from cold files, whose CPU "
                          "is summed (3)")
@@ -163,6 +167,23 @@ def vmstat():
 DAMON = "/sys/kernel/mm/damon/admin/kdamonds"
 
 
+def damon_pageout_kdamonds():
+    """(kdamond directory, its pageout schemes' directories) of every
+    running kdamond with a pageout scheme."""
+    out = []
+    for k in sorted(glob.glob(os.path.join(DAMON, "[0-9]*"))):
+        try:
+            if open(os.path.join(k, "state")).read().strip() != "on":
+                continue
+            schemes = [sc for sc in glob.glob(os.path.join(k, "contexts", "*", "schemes", "[0-9]*"))
+                       if open(os.path.join(sc, "action")).read().strip() == "pageout"]
+        except OSError:
+            continue
+        if schemes:
+            out.append((k, schemes))
+    return out
+
+
 def damon_pageout_bytes():
     """Bytes the machine's DAMON pageout schemes have paged out so far
     (None: no such scheme runs).  A host may run one (a paddr scheme that
@@ -172,14 +193,8 @@ def damon_pageout_bytes():
     manager's.  Asking for fresh stats takes the kdamond up to one
     sampling interval (0.5 s here): called outside the timed window."""
     total, found = 0, False
-    for k in sorted(glob.glob(os.path.join(DAMON, "[0-9]*"))):
+    for k, schemes in damon_pageout_kdamonds():
         try:
-            if open(os.path.join(k, "state")).read().strip() != "on":
-                continue
-            schemes = [sc for sc in glob.glob(os.path.join(k, "contexts", "*", "schemes", "[0-9]*"))
-                       if open(os.path.join(sc, "action")).read().strip() == "pageout"]
-            if not schemes:
-                continue
             with open(os.path.join(k, "state"), "w") as f:
                 f.write("update_schemes_stats")
             for sc in schemes:
@@ -188,6 +203,32 @@ def damon_pageout_bytes():
         except (OSError, ValueError):
             continue
     return total if found else None
+
+
+def pause_damon_pageout():
+    """Stops every kdamond that runs a pageout scheme (--pause-damon) and
+    returns a callable that starts them again, with the configuration
+    they had: their sysfs directories keep it while they are off."""
+    stopped = []
+    for k, _ in damon_pageout_kdamonds():
+        try:
+            with open(os.path.join(k, "state"), "w") as f:
+                f.write("off")
+            stopped.append(k)
+        except OSError as e:
+            log("cannot stop %s: %s" % (k, e))
+    if stopped:
+        log("DAMON pageout paused for the run (--pause-damon): %s" % ", ".join(
+            os.path.basename(k) for k in stopped) + "; started again at the end")
+
+    def resume():
+        for k in stopped:
+            try:
+                with open(os.path.join(k, "state"), "w") as f:
+                    f.write("on")
+            except OSError as e:
+                log("cannot start %s again: %s (write 'on' to its state file)" % (k, e))
+    return resume
 
 
 def reclaim_counters(d, prefix=""):
@@ -440,6 +481,8 @@ class Harness:
         log("cgroup v%d %s, limit %s%s; scratch %s" % (
             self.cg.version, self.cg.path, fmt_bytes(a.limit),
             ", isolation cgroup %s" % fmt_bytes(a.iso_limit) if self.iso else "", self.scratch))
+        if a.pause_damon:       # last: close() starts them again
+            self.cleanups.append(pause_damon_pageout())
 
     def mem_cgroups(self):
         return [c for c in (self.cg, self.iso) if c]
