@@ -113,7 +113,7 @@ def phase(h, a, variant):
             h.kill_all()
             cat_alone = h.wrap(variant, ["sh", "-c", 'cat "$1" > /dev/null', "sh", a.file], None, tag)
             res["stream_alone"] = h.stream_alone(variant, cat_alone[0], cat_alone[1], tag, "cat",
-                                                 h.scratch, lambda cold: cold and B.evict(a.file))
+                                                 h.scratch, lambda: B.evict(a.file))
             res["stream_alone_bytes"] = a.file_size      # per run
     finally:
         h.stop_daemon(hd)

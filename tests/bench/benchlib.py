@@ -19,6 +19,7 @@ imported as they are, so both measure the same way.  What is added here:
 
 import glob
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -80,6 +81,10 @@ def add_common_args(ap, limit, quick_help):
                     help="stop the machine's DAMON pageout schemes for the run and start them "
                          "again at the end: they evict idle-looking page cache of any cgroup, the "
                          "victim's included, which no variant can help")
+    ap.add_argument("--perf", action="store_true",
+                    help="run each stream of the CPU measurement --cpu-runs times more under perf "
+                         "record -a -g and print where the machine's busy CPU went (reclaim, "
+                         "copying data)")
     ap.add_argument("--cpu-runs", type=int, default=3,
                     help="runs of the stream without its victim, each from cold files, whose CPU "
                          "is summed (3)")
@@ -555,54 +560,19 @@ class Harness:
         if rc:
             raise RuntimeError("%s exited %d: %s" % (what, rc, open(errp).read()[-500:]))
 
-    def stream_alone(self, variant, argv, env, tag, what, sync_dir, prepare, out_bytes=None):
+    def stream_alone(self, variant, argv, env, tag, what, sync_dir, prepare):
         """The stream once more, without its victim (whose files stay warm
         in the cgroup), for its CPU cost: a victim that runs flat out keeps
         its CPU busy whatever the stream does, so the whole machine's CPU
         per GB is only the stream's own when the victim is not there.
-        prepare(cold) removes the stream's output and, when cold, evicts its
-        input; prepare(True) runs before each of the --cpu-runs runs,
-        outside the measurement.  Each run ends with a syncfs of sync_dir,
-        so writeback the kernel alone would leave for later is counted too.
-        Returns the Meter's figures and the stream's seconds, summed over
-        the runs, and the runs; out_bytes(), when given, is what one run
-        streamed ("bytes").  For the kernel variant it also returns, as
-        "floor", stream_floor()'s figures."""
-        total = self._cpu_runs(variant, argv, env, tag, what, sync_dir, lambda: prepare(True))
-        if out_bytes:
-            total["bytes"] = out_bytes()
-        if variant == "kernel":
-            total["floor"] = self.stream_floor(argv, env, tag, what, sync_dir, prepare, out_bytes)
-        return total
-
-    def stream_floor(self, argv, env, tag, what, sync_dir, prepare, out_bytes=None):
-        """The kernel's stream again with its input already cached and no
-        memory limit: no disk reads, no page allocated for them, nothing
-        reclaimed or dropped.  Any page-cache policy still has all of that
-        to do for a cold stream, so this CPU per GB is a floor under what
-        one can reach.  The cgroups' limits are lifted for it, the stream
-        runs once unmeasured to cache its input, and the limits come back
-        after the input is evicted again."""
-        cgs = self.mem_cgroups()
-        for c in cgs:
-            c.set_limit(None)
-        try:
-            prepare(False)
-            self.stream("kernel", argv, env, tag + "-warmup", what)
-            total = self._cpu_runs("kernel", argv, env, tag + "-floor", what, sync_dir,
-                                   lambda: prepare(False))
-            if out_bytes:
-                total["bytes"] = out_bytes()
-            return total
-        finally:
-            prepare(True)
-            for c in cgs:
-                c.set_limit(c.limit)
-
-    def _cpu_runs(self, variant, argv, env, tag, what, sync_dir, before_each):
+        prepare() evicts the stream's files and removes its output; it runs
+        before each of the --cpu-runs runs, outside the measurement.  Each run
+        ends with a syncfs of sync_dir, so writeback the kernel alone would
+        leave for later is counted too.  Returns the Meter's figures and
+        the stream's seconds, summed over the runs, and the runs."""
         total = None
         for i in range(self.a.cpu_runs):
-            before_each()
+            prepare()
             m = Meter(self)
             m.start()
             t0 = time.monotonic()
@@ -617,7 +587,31 @@ class Harness:
                 for k in ("machine_cpu_s", "bench_cpu_s", "kswapd_s", "stream_s", "seconds"):
                     total[k] += out[k]
         total["runs"] = self.a.cpu_runs
+        if self.a.perf:
+            total["perf"] = self.perf_shares(variant, argv, env, tag, what, sync_dir, prepare)
         return total
+
+    def perf_shares(self, variant, argv, env, tag, what, sync_dir, prepare):
+        """The stream --cpu-runs times more, under perf record -a -g:
+        where the whole machine's busy CPU went (perf_report_shares()).
+        Separate runs, as perf's own cost would weigh on the measured ones."""
+        data = os.path.join(self.scratch, tag + ".perf.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-o", data],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            time.sleep(1)           # perf opens its events before the first run
+            for i in range(self.a.cpu_runs):
+                prepare()
+                self.stream(variant, argv, env, "%s-perf%d" % (tag, i), what)
+                subprocess.run(["sync", "-f", sync_dir])
+        finally:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(timeout=120)
+        try:
+            return perf_report_shares(data)
+        finally:
+            os.unlink(data)
 
     def start_daemon(self, variant, tag):
         """madvseqd on a private socket, its configuration covering only the
@@ -683,6 +677,39 @@ def main_wrapper(a, name, body):
 
 # --------------------------------------------------------------------------
 # Results and the report
+
+# Self time of the routines that copy data (kernel and libc), and the
+# entry points of reclaim (direct: memcg and global; kswapd), whose
+# children-inclusive shares do not nest in one another.
+COPY_SYMBOLS = ("_copy_to_iter", "_copy_from_iter", "copy_folio_from_iter_atomic", "rep_movs_alternative",
+                "copy_user_enhanced_fast_string", "copy_user_generic_string", "copy_mc_enhanced_fast_string",
+                "copy_page")
+COPY_PREFIXES = ("__memmove_", "__memcpy_", "memcpy_")
+RECLAIM_SYMBOLS = ("do_try_to_free_pages", "balance_pgdat")
+
+
+def perf_report_shares(data):
+    """From a perf record -a -g file: {"busy": percent of samples outside
+    the idle loop, "reclaim": percent of busy samples in reclaim (its
+    callees included), "copy": percent of busy samples copying data}, or
+    None when perf report gives nothing."""
+    out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--children", "--sort", "sym",
+                          "-g", "none", "--percent-limit", "0"], capture_output=True, text=True).stdout
+    children, self_pct = {}, {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0].endswith("%") and f[1].endswith("%") and f[2].startswith("["):
+            children[f[3]] = float(f[0][:-1])
+            self_pct[f[3]] = float(f[1][:-1])
+    if not children:
+        return None
+    busy = 100.0 - children.get("do_idle", 0.0)
+    if busy <= 0:
+        return None
+    copy = sum(v for k, v in self_pct.items() if k in COPY_SYMBOLS or k.startswith(COPY_PREFIXES))
+    reclaim = sum(children.get(k, 0.0) for k in RECLAIM_SYMBOLS)
+    return {"busy": busy, "reclaim": 100.0 * reclaim / busy, "copy": 100.0 * copy / busy}
+
 
 def pct(xs, q):
     if not xs:
@@ -890,10 +917,6 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
         # phase's), times the runs.
         agb = r.get("stream_alone_bytes", r.get("stream_bytes") or 0) / 1e9 * (sa or {}).get("runs", 1)
         r["_acpu"] = sa["machine_cpu_s"] / agb if agb and sa else None
-        fl = (sa or {}).get("floor")
-        fgb = (fl or {}).get("bytes", r.get("stream_alone_bytes", r.get("stream_bytes") or 0)) / 1e9 * \
-            (fl or {}).get("runs", 1)
-        r["_fcpu"] = fl["machine_cpu_s"] / fgb if fl and fgb else None
         peak = max(s[2] for s in r["samples"]) if r.get("samples") else None
         rows.append([LABELS[r["variant"]], _f(gb, "%.2f"), _f(r.get("stream_s"), "%.1f"), _f(mbs),
                      _f(_ratio(mbs, kmbs), "%.3f"), fmt_bytes(peak),
@@ -903,6 +926,7 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
     kb = kern.get("_bcpu") if kern else None
     km = kern.get("_mcpu") if kern else None
     ka = kern.get("_acpu") if kern else None
+    kp = (kern.get("stream_alone") or {}).get("perf") if kern else None
     for row, r in zip(rows, [r for r in ok if r["variant"] not in ALONE]):
         row.insert(7, _f(_ratio(r["_mcpu"], km), "%.2f"))
         row.insert(9, _f(_ratio(r["_bcpu"], kb), "%.2f"))
@@ -914,13 +938,19 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
                ["variant", "GB", "s", "MB/s", "x kernel", "strm cache peak", "machine CPU-s/GB",
                 "x kernel", "bench CPU-s/GB", "x kernel", "kswapd s", "alone s", "alone CPU-s/GB",
                 "x kernel", "alone kswapd s"], rows)
-    kf = kern.get("_fcpu") if kern else None
-    if kf is not None:
-        P.append("floor: the kernel's stream again with its input cached and no memory limit (no disk "
-                 "reads, no pages allocated for them, nothing reclaimed or dropped), %d runs: %.3f "
-                 "CPU-s/GB = %s x the kernel alone's cold runs; a cache policy still has all of that "
-                 "to do for a cold stream" % (kern["stream_alone"]["floor"]["runs"], kf,
-                                              _f(_ratio(kf, ka), "%.2f")))
+    prows = []
+    for r in ok:
+        sp = (r.get("stream_alone") or {}).get("perf")
+        if sp and r.get("_acpu"):
+            prows.append([LABELS[r["variant"]], "%.1f%%" % sp["reclaim"], "%.0f%%" % sp["copy"],
+                          "%.3f" % (r["_acpu"] * sp["reclaim"] / 100), "%.3f" % (r["_acpu"] * sp["copy"] / 100)])
+    if prows:
+        P.append("")
+        P += table("where the stream's CPU went (--perf: each stream's alone runs once more, under perf "
+                   "record -a -g; shares of the machine's busy samples; CPU-s/GB = share x alone "
+                   "CPU-s/GB; reclaim = do_try_to_free_pages and kswapd's balance_pgdat with what "
+                   "they call)",
+                   ["variant", "reclaim", "copying data", "reclaim CPU-s/GB", "copying CPU-s/GB"], prows)
     P.append("")
     rows = []
     damon = any(r["meter"].get("damon_pageout") is not None for r in ok)
@@ -997,8 +1027,8 @@ def report(res, victim_unit, lat_unit="us", thr_target=None, odirect=None, note=
                       "%s: machine CPU per GB streamed, stream without its victim / kernel alone = "
                       "%.2f (target <= %.1f; with the victim running: %s%s)" % (
                           L, x, TARGETS["cpu_vs_kernel"], _f(_ratio(r.get("_mcpu"), km), "%.2f"),
-                          "; the floor, input cached and no reclaim: %.2f" % _ratio(kf, ka)
-                          if kf is not None and ka else "")))
+                          "; the kernel alone's reclaim: %.1f%% of its busy CPU" % kp["reclaim"]
+                          if kp else "")))
         else:
             x = _ratio(r.get("_mcpu"), km)
             if x is not None:

@@ -218,7 +218,7 @@ class Cgroup:
         self.limit = limit
         os.makedirs(self.path, exist_ok=True)
         if self.version == 1:
-            self.set_limit(limit)
+            self._write("memory.limit_in_bytes", str(limit))
         else:
             # The memory controller must be enabled in the parent's subtree.
             # That fails (EBUSY) when the parent itself holds processes: run
@@ -230,7 +230,7 @@ class Cgroup:
                 if not os.path.exists(os.path.join(self.path, "memory.max")):
                     raise SystemExit("cannot enable the memory controller under %s (%s); "
                                      "use --cgroup-parent with a delegated cgroup" % (base, e))
-            self.set_limit(limit)
+            self._write("memory.max", str(limit))
 
     @staticmethod
     def _detect(parent):
@@ -279,13 +279,6 @@ class Cgroup:
         if self.version == 1:
             return s.get("total_cache", s.get("cache", 0))
         return s.get("file", 0)
-
-    def set_limit(self, limit):
-        """The memory limit: bytes, or None for none at all."""
-        if self.version == 1:
-            self._write("memory.limit_in_bytes", str(limit) if limit else "-1")
-        else:
-            self._write("memory.max", str(limit) if limit else "max")
 
     def reset_peak(self):
         try:

@@ -121,9 +121,9 @@ def phase(h, a, kind, variant):
         res["meter"] = m.stop()
         verr.close()
         if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
-            def prepare(cold):
+            def prepare():
                 subprocess.run(["rm", "-rf", out, out + ".tar"])
-                for f in B.files_under([a.src]) if cold else ():
+                for f in B.files_under([a.src]):
                     if f not in a.db_files:
                         B.evict(f)
             res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)

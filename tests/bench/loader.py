@@ -126,8 +126,8 @@ def phase(h, a, kind, variant):
         res["samples"] = smp.stop()
         res["meter"] = m.stop()
         if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
-            def prepare(cold):
-                for f in a.stream_files if cold else ():
+            def prepare():
+                for f in a.stream_files:
                     B.evict(f)
             res["stream_alone"] = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)
     finally:

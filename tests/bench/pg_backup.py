@@ -263,16 +263,15 @@ def phase(h, a, c, kind, variant):
         v.wait(timeout=30)
         verr.close()
         if argv and a.cpu_phase and variant in B.CPU_VARIANTS and kind != "odirect":
-            def prepare(cold):
+            def prepare():
                 subprocess.run(["rm", "-rf", out, out + ".sql"])
-                if cold:
-                    for f in B.files_under([c.data]):
-                        if not f.startswith(c.bench_dir + os.sep):
-                            B.evict(f)
+                for f in B.files_under([c.data]):
+                    if not f.startswith(c.bench_dir + os.sep):
+                        B.evict(f)
 
-            sa = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare,
-                                lambda: sum(os.path.getsize(f) for f in B.files_under([out, out + ".sql"])))
-            res["stream_alone"], res["stream_alone_bytes"] = sa, sa["bytes"]
+            sa = h.stream_alone(variant, argv, env, tag, kind, h.scratch, prepare)
+            sa_bytes = sum(os.path.getsize(f) for f in B.files_under([out, out + ".sql"]))
+            res["stream_alone"], res["stream_alone_bytes"] = sa, sa_bytes
     finally:
         h.kill_all()
         c.stop()
