@@ -6,6 +6,6 @@
 # python3-matplotlib are installed for it, not for another python3 on PATH.
 set -euo pipefail
 here=$(dirname "$0")
-"$here/deps.sh" postgresql-15 python3-plyvel python3-matplotlib nocache fio rsync tar pv
+"$here/deps.sh" postgresql-15 python3-plyvel python3-matplotlib nocache fio rsync tar pv linux-perf
 # The Debian package starts a "main" cluster; the benchmark makes its own
 # scratch cluster on a private socket and does not use it.

@@ -19,8 +19,9 @@ imported as they are, so both measure the same way.  What is added here:
 
 import glob
 import json
-import signal
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -124,6 +125,8 @@ def finish_args(a):
     a.mode, a.lag, a.discover_interval, a.daemon_debug = "pageout", None, "500ms", False
     if os.geteuid() != 0:
         raise SystemExit("needs root: memory cgroups, page-cache eviction")
+    if a.perf and not shutil.which("perf"):
+        raise SystemExit("--perf needs perf (scripts/bench-deps.sh installs linux-perf)")
 
 
 # --------------------------------------------------------------------------
