@@ -597,8 +597,9 @@ class Harness:
     def perf_shares(self, variant, argv, env, tag, what, sync_dir, prepare):
         """The stream --cpu-runs times more, under perf record -a -g:
         where the whole machine's busy CPU went (perf_report_shares()).
-        Separate runs, as perf's own cost would weigh on the measured ones."""
-        data = os.path.join(self.scratch, tag + ".perf.data")
+        Separate runs, as perf's own cost would weigh on the measured ones.
+        The recording stays in --log-dir when one was given."""
+        data = os.path.join(self.a.log_dir, tag + ".perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-o", data],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -614,7 +615,8 @@ class Harness:
         try:
             return perf_report_shares(data)
         finally:
-            os.unlink(data)
+            if self.own_logs:
+                os.unlink(data)
 
     def start_daemon(self, variant, tag):
         """madvseqd on a private socket, its configuration covering only the
