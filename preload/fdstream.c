@@ -133,6 +133,7 @@ struct msq_fd {
 	uint64_t size;     /* the file's size when it was classified */
 	uint64_t advised;  /* bytes given to fadvise(DONTNEED), for MADVSEQ_DEBUG */
 	struct msq_file_counts c; /* for MADVSEQ_STATS */
+	uint64_t totalled; /* of c.streamed, added to g_tot.streamed (total_streamed) */
 	struct msq_fd *retired_next; /* on the list of states awaiting their grace period */
 	struct dir rd, wr;
 };
@@ -364,8 +365,24 @@ static void new_run(int fd, struct msq_fd *s, struct dir *d, uint64_t off, bool 
 	}
 }
 
-/* Process totals (readpath.h). */
+/* Process totals (readpath.h).  g_tot.streamed lags the fds' own counts:
+ * see total_streamed(). */
 static struct msq_read_totals g_tot;
+
+/* Adds what fd state s streamed since the last call to g_tot.streamed.
+ * The per-call bookkeeping (msq_fds_after) counts only s->c.streamed:
+ * a locked addition to a process-wide total on every fwrite was a third
+ * of the library's cost for small ones.  Called by the thread that holds
+ * s (take) or forgets it. */
+static void total_streamed(struct msq_fd *s)
+{
+	uint64_t now = __atomic_load_n(&s->c.streamed, __ATOMIC_RELAXED);
+
+	if (now > s->totalled) {
+		__atomic_add_fetch(&g_tot.streamed, now - s->totalled, __ATOMIC_RELAXED);
+		s->totalled = now;
+	}
+}
 
 static void count_advised(struct msq_fd *s, const struct dir *d, uint64_t n)
 {
@@ -480,10 +497,24 @@ void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_c
 	urcu_bp_read_unlock();
 }
 
+static void add_untotalled(int fd, struct msq_fd *v, void *arg)
+{
+	uint64_t now;
+
+	(void)fd;
+	if (v != MSQ_FD_IGNORED && (now = __atomic_load_n(&v->c.streamed, __ATOMIC_RELAXED)) > v->totalled)
+		*(uint64_t *)arg += now - v->totalled;
+}
+
 void msq_readpath_totals(struct msq_read_totals *t)
 {
+	uint64_t untotalled = 0;
+
+	urcu_bp_read_lock();
+	msq_fdt_each(0, MSQ_FDT_MAX - 1, add_untotalled, &untotalled);
+	urcu_bp_read_unlock();
 	t->files = __atomic_load_n(&g_tot.files, __ATOMIC_RELAXED);
-	t->streamed = __atomic_load_n(&g_tot.streamed, __ATOMIC_RELAXED);
+	t->streamed = __atomic_load_n(&g_tot.streamed, __ATOMIC_RELAXED) + untotalled;
 	t->dropped = __atomic_load_n(&g_tot.dropped, __ATOMIC_RELAXED);
 	t->kept = __atomic_load_n(&g_tot.kept, __ATOMIC_RELAXED);
 	t->written = __atomic_load_n(&g_tot.written, __ATOMIC_RELAXED);
@@ -772,6 +803,8 @@ static void retire_state(struct msq_fd *s)
 	struct msq_fd *head = __atomic_load_n(&g_retired, __ATOMIC_RELAXED);
 	unsigned n = 0;
 
+	total_streamed(s); /* out of the table: msq_readpath_totals no longer sees it */
+
 	do
 		s->retired_next = head;
 	while (!__atomic_compare_exchange_n(&g_retired, &head, s, false, __ATOMIC_RELEASE,
@@ -996,9 +1029,13 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	urcu_bp_read_lock();
 	s = msq_fdt_peek(fd);
 	if (s && s != MSQ_FD_IGNORED && (writing ? managed_write(s) : managed_read(s))) {
-		__atomic_add_fetch(&s->c.streamed, n, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
-		if (writing)
+		/* A load and a store, not a locked addition (this runs for every
+		 * fwrite of pg_dump's rows): threads racing on one fd may lose
+		 * an update of the count, as they may of d->next. */
+		__atomic_store_n(&s->c.streamed, __atomic_load_n(&s->c.streamed, __ATOMIC_RELAXED) + n,
+				 __ATOMIC_RELAXED);
+		/* Counted only up to WB_FREE: write_behind_due() asks no more. */
+		if (writing && __atomic_load_n(&g_wr_bytes, __ATOMIC_RELAXED) < WB_FREE)
 			__atomic_add_fetch(&g_wr_bytes, n, __ATOMIC_RELAXED);
 		d = writing ? &s->wr : &s->rd;
 		end = (off >= 0 ? (uint64_t)off : d->next) + n;
@@ -1011,6 +1048,7 @@ void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing)
 	urcu_bp_read_unlock();
 	if (!(s = take(fd, writing)))
 		return;
+	total_streamed(s);
 	d = writing ? &s->wr : &s->rd;
 	if (off >= 0) {
 		advance(fd, s, d, (uint64_t)off, (uint64_t)off + n, writing);
@@ -1320,6 +1358,7 @@ static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 		v->inherited = true;
 		v->busy = 0; /* a thread of the parent may have held it */
 		memset(&v->c, 0, sizeof(v->c)); /* the child's own figures */
+		v->totalled = 0;
 	}
 }
 
