@@ -6,6 +6,13 @@
  *                          MADV_SEQUENTIAL, touches every page, _exit(0)
  *   exitrepro signal FILE  maps, advises, touches and unmaps in a loop; a
  *                          SIGALRM handler calls _exit(0) in the middle of it
+ *   exitrepro thread-signal FILE
+ *                          the main thread reads FILE through read() in a
+ *                          loop, opening and closing it (the read path
+ *                          retires an fd state per close, and waits for a
+ *                          grace period every 32); a second thread, which
+ *                          never calls the shim, takes SIGALRM and its
+ *                          handler calls _exit(0)
  *   exitrepro vfork FILE   maps and streams, then a vfork child calls
  *                          _exit(0); the parent goes on streaming, unmaps,
  *                          maps again and ends with _exit(0)
@@ -17,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +108,45 @@ static int run_signal(void)
 	}
 }
 
+/* The thread that takes SIGALRM: it waits, with no call into the shim. */
+static void *alarm_taker(void *arg)
+{
+	(void)arg;
+	for (;;)
+		syscall(SYS_pause);
+	return NULL;
+}
+
+static int run_thread_signal(const char *path)
+{
+	struct sigaction sa;
+	struct itimerval it = { { 0, 0 }, { 0, 200 * 1000 } };
+	static char buf[1 << 16];
+	sigset_t alrm;
+	pthread_t t;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	/* Created before the main thread blocks SIGALRM: the new thread
+	 * inherits an empty mask and is the only one to take it. */
+	if (sigaction(SIGALRM, &sa, NULL) < 0 || pthread_create(&t, NULL, alarm_taker, NULL) != 0 ||
+	    pthread_sigmask(SIG_BLOCK, &alrm, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) < 0)
+		return 2;
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+
+		if (fd < 0)
+			return 2;
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (n < 0 || close(fd) < 0)
+			return 2;
+	}
+}
+
 /* Its own function, so that no local of the caller lives across vfork(). */
 static __attribute__((noinline)) int vfork_child_exits(void)
 {
@@ -143,7 +190,7 @@ int main(int argc, char **argv)
 	int rc = 0;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: exitrepro map|signal|vfork FILE\n");
+		fprintf(stderr, "usage: exitrepro map|signal|thread-signal|vfork FILE\n");
 		return 2;
 	}
 	g_fd = open(argv[2], O_RDONLY | O_CLOEXEC);
@@ -155,6 +202,8 @@ int main(int argc, char **argv)
 		touch(map_stream(), 0, LEN);
 	} else if (!strcmp(argv[1], "signal")) {
 		rc = run_signal();
+	} else if (!strcmp(argv[1], "thread-signal")) {
+		rc = run_thread_signal(argv[2]);
 	} else if (!strcmp(argv[1], "vfork")) {
 		rc = run_vfork();
 	} else {

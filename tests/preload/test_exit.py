@@ -12,6 +12,11 @@
       names the pid.
   test_exit.py signal EXITREPRO   _exit(0) from a SIGALRM handler while the
       main thread maps and unmaps tracked regions in a loop.
+  test_exit.py thread-signal EXITREPRO   _exit(0) from a SIGALRM handler
+      in a thread that never called the shim, while the main thread reads
+      a file with read() in a loop, opening and closing it (the stats
+      writer at _exit then takes the read path's RCU lock from a thread
+      that never registered with it).
   test_exit.py vfork EXITREPRO    a vfork child's _exit(0) leaves the
       parent's state alone and writes no stats file of its own."""
 
@@ -105,6 +110,12 @@ def main():
                         # (The handler may have interrupted the one holding
                         # what the stats need: best effort there.)
                         stats, stats_required=False)
+        elif what == "thread-signal":
+            for i in range(5):
+                verdict("_exit from a signal handler in a thread of its own, run %d" % (i + 1),
+                        run([exe, "thread-signal", data],
+                            shim_env(MADVSEQ_READ="all", MADVSEQ_STATS=stats, MADVSEQ_SOCKET=sock)),
+                        stats, stats_required=False)
         elif what == "vfork":
             pattern = os.path.join(wd.path, "stats.%p")
             r = run([exe, "vfork", data],
@@ -114,7 +125,7 @@ def main():
             others = sorted(f for f in os.listdir(wd.path) if f.startswith("stats."))
             check(not others, "the vfork child wrote no stats file of its own (%s)" % others)
         else:
-            sys.exit("usage: test_exit.py combos|signal|vfork EXITREPRO")
+            sys.exit("usage: test_exit.py combos|signal|thread-signal|vfork EXITREPRO")
     done()
 
 
