@@ -102,19 +102,14 @@ def main():
             else:
                 with Daemon(wd.path, sock):
                     combos("madvseqd listening")
-        elif what == "signal":
+        elif what in ("signal", "thread-signal"):
+            where = " in a thread of its own" if what == "thread-signal" else ""
             for i in range(5):
-                verdict("_exit from a signal handler, run %d" % (i + 1),
-                        run([exe, "signal", data],
+                verdict("_exit from a signal handler%s, run %d" % (where, i + 1),
+                        run([exe, what, data],
                             shim_env(MADVSEQ_READ="all", MADVSEQ_STATS=stats, MADVSEQ_SOCKET=sock)),
                         # (The handler may have interrupted the one holding
                         # what the stats need: best effort there.)
-                        stats, stats_required=False)
-        elif what == "thread-signal":
-            for i in range(5):
-                verdict("_exit from a signal handler in a thread of its own, run %d" % (i + 1),
-                        run([exe, "thread-signal", data],
-                            shim_env(MADVSEQ_READ="all", MADVSEQ_STATS=stats, MADVSEQ_SOCKET=sock)),
                         stats, stats_required=False)
         elif what == "vfork":
             pattern = os.path.join(wd.path, "stats.%p")
