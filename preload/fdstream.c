@@ -374,13 +374,22 @@ static struct msq_read_totals g_tot;
  * a locked addition to a process-wide total on every fwrite was a third
  * of the library's cost for small ones.  Called by the thread that holds
  * s (take) or forgets it. */
-static void total_streamed(struct msq_fd *s)
+static uint64_t untotalled(const struct msq_fd *s)
 {
 	uint64_t now = __atomic_load_n(&s->c.streamed, __ATOMIC_RELAXED);
+	uint64_t done = __atomic_load_n(&s->totalled, __ATOMIC_RELAXED);
 
-	if (now > s->totalled) {
-		__atomic_add_fetch(&g_tot.streamed, now - s->totalled, __ATOMIC_RELAXED);
-		s->totalled = now;
+	return now > done ? now - done : 0;
+}
+
+static void total_streamed(struct msq_fd *s)
+{
+	uint64_t n = untotalled(s);
+
+	if (n) {
+		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
+		/* (msq_readpath_totals reads it from other threads) */
+		__atomic_store_n(&s->totalled, s->totalled + n, __ATOMIC_RELAXED);
 	}
 }
 
@@ -499,11 +508,9 @@ void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_c
 
 static void add_untotalled(int fd, struct msq_fd *v, void *arg)
 {
-	uint64_t now;
-
 	(void)fd;
-	if (v != MSQ_FD_IGNORED && (now = __atomic_load_n(&v->c.streamed, __ATOMIC_RELAXED)) > v->totalled)
-		*(uint64_t *)arg += now - v->totalled;
+	if (v != MSQ_FD_IGNORED)
+		*(uint64_t *)arg += untotalled(v);
 }
 
 void msq_readpath_totals(struct msq_read_totals *t)
