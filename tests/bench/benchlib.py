@@ -578,12 +578,9 @@ class Harness:
             prepare()
             m = Meter(self)
             m.start()
-            t0 = time.monotonic()
-            self.stream(variant, argv, env, "%s-cpu%d" % (tag, i), what)
-            t1 = time.monotonic()
-            subprocess.run(["sync", "-f", sync_dir])
+            stream_s = self._run_synced(variant, argv, env, "%s-cpu%d" % (tag, i), what, sync_dir)
             out = m.stop()
-            out["stream_s"] = t1 - t0
+            out["stream_s"] = stream_s
             if total is None:
                 total = out
             else:
@@ -593,6 +590,15 @@ class Harness:
         if self.a.perf:
             total["perf"] = self.perf_shares(variant, argv, env, tag, what, sync_dir, prepare)
         return total
+
+    def _run_synced(self, variant, argv, env, tag, what, sync_dir):
+        """One run of the stream, then a syncfs of sync_dir; returns the
+        stream's own seconds (the syncfs left out)."""
+        t0 = time.monotonic()
+        self.stream(variant, argv, env, tag, what)
+        t1 = time.monotonic()
+        subprocess.run(["sync", "-f", sync_dir])
+        return t1 - t0
 
     def perf_shares(self, variant, argv, env, tag, what, sync_dir, prepare):
         """The stream --cpu-runs times more, under perf record -a -g:
@@ -607,8 +613,7 @@ class Harness:
             time.sleep(1)           # perf opens its events before the first run
             for i in range(self.a.cpu_runs):
                 prepare()
-                self.stream(variant, argv, env, "%s-perf%d" % (tag, i), what)
-                subprocess.run(["sync", "-f", sync_dir])
+                self._run_synced(variant, argv, env, "%s-perf%d" % (tag, i), what, sync_dir)
         finally:
             perf.send_signal(signal.SIGINT)
             perf.wait(timeout=120)
