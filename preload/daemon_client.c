@@ -17,6 +17,7 @@
 #include "../common/config.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
+#include "env.h"
 #include "readpath.h"
 #include "regions.h"
 
@@ -72,16 +73,15 @@ static struct {
 
 void msq_daemon_init(void)
 {
-	const char *p = getenv("MADVSEQ_SOCKET");
+	const char *p = msq_env("MADVSEQ_SOCKET");
 	bool on = true;
-	const char *v = getenv("MADVSEQ_DAEMON");
+	const char *v = msq_env("MADVSEQ_DAEMON");
 
-	if (v && *v && msq_parse_bool(v, &on) < 0)
+	if (v && msq_parse_bool(v, &on) < 0)
 		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (yes or no); using 1", v);
 	g.disabled = !on;
-	v = getenv("MADVSEQ_READ");
-	g.read_from_env = v && *v;
-	if (!p || !*p)
+	g.read_from_env = msq_env("MADVSEQ_READ") != NULL;
+	if (!p)
 		p = MSQ_DEFAULT_SOCKET;
 	if (strlen(p) >= sizeof(g.path)) {
 		msq_warn("MADVSEQ_SOCKET is too long for a socket path; not using the daemon");
@@ -89,6 +89,38 @@ void msq_daemon_init(void)
 		return;
 	}
 	strcpy(g.path, p);
+}
+
+/*
+ * Whether the listener on fd is a daemon the shim may hand its regions to:
+ * one that runs as root, or, for a private daemon the user started, as
+ * the process's own real uid.  Under secure execution (a setuid program
+ * run by someone else) only root's counts: the caller's daemon would learn
+ * the privileged process's address space.
+ */
+static bool uid_trusted(uid_t uid)
+{
+	return uid == 0 || (!msq_secure_execution() && uid == getuid());
+}
+
+static bool peer_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (MSQ_SYSCALL(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+	    len != sizeof(cr))
+		return false;
+	return uid_trusted(cr.uid);
+}
+
+/* A socket file of another user's is not worth a connection (which would
+ * tell its listener our pid); the listener's credentials decide anyway. */
+static bool path_trusted(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && uid_trusted(st.st_uid);
 }
 
 bool msq_daemon_ready(void)
@@ -151,7 +183,7 @@ static void try_connect(void)
 	if (g.backoff_ns > RETRY_MAX_NS)
 		g.backoff_ns = RETRY_MAX_NS;
 	g.next_try_ns = msq_now_ns() + g.backoff_ns;
-	if (MSQ_FAULT("madvseq/daemon/client/connect"))
+	if (MSQ_FAULT("madvseq/daemon/client/connect") || !path_trusted(g.path))
 		return;
 	strcpy(sa.sun_path, g.path);
 	/* Opened at a low number, then moved up: not while the program
@@ -172,6 +204,13 @@ static void try_connect(void)
 	/* Non-blocking: a full backlog fails at once (EAGAIN) instead of waiting. */
 	if (MSQ_SYSCALL(SYS_connect, fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		msq_sys_close(fd);
+		return;
+	}
+	if (!peer_trusted(fd)) {
+		msq_debug("%s: not madvseqd (runs as another user); managing regions in-process",
+			  g.path);
+		msq_sys_close(fd);
+		g.next_try_ns = msq_now_ns() + RETRY_MAX_NS;
 		return;
 	}
 	if (fstat(fd, &st) < 0) {

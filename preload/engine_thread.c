@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -271,9 +272,41 @@ static void write_file_line(const char *name, const struct msq_file_counts *c, v
 		msq_sys_write_all(*(int *)arg, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/*
+ * Opens the stats file for writing, or refuses it with one warning.  The
+ * name comes from the environment, possibly under a directory others may
+ * write (/tmp/s.%p): no final symlink is followed (O_NOFOLLOW), a FIFO
+ * does not block the exit (O_NONBLOCK), and an existing file must be a
+ * regular file that the process's real user owns, so that no one makes
+ * the process overwrite a file of theirs, or of root's.  Truncated only
+ * once it passed those checks.
+ */
+static int open_stats_file(const char *path)
+{
+	struct stat st;
+	int fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+			       0644);
+
+	if (fd < 0) {
+		msq_warn("MADVSEQ_STATS: cannot write %s: error %d%s", path, -fd,
+			 fd == -ELOOP ? " (a symbolic link: not followed)" : "");
+		return fd;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+		msq_warn("MADVSEQ_STATS: %s is not a regular file of this user's: not written", path);
+		msq_sys_close(fd);
+		return -EPERM;
+	}
+	if (ftruncate(fd, 0) < 0) {
+		msq_sys_close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
 static void write_stats(void)
 {
-	char path[sizeof(msq_cfg.stats_path) + 16], buf[1024];
+	char path[MSQ_STATS_PATH_MAX + 16], buf[1024];
 	const char *p = msq_cfg.stats_path;
 	size_t n = 0;
 	struct msq_read_totals rt;
@@ -299,12 +332,9 @@ static void write_stats(void)
 		       "\nread_bytes_written_behind=%" PRIu64 "\n",
 		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
-		       msq_cfg.kernel_covers, rt.files, rt.dropped, rt.streamed, rt.kept, rt.written);
-	fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-	if (fd < 0) {
-		msq_warn("MADVSEQ_STATS: cannot write %s: error %d", path, -fd);
+		       msq_kernel_covers(NULL), rt.files, rt.dropped, rt.streamed, rt.kept, rt.written);
+	if ((fd = open_stats_file(path)) < 0)
 		return;
-	}
 	if (msq_sys_write_all(fd, buf, (size_t)len) != len)
 		msq_warn("MADVSEQ_STATS: short write to %s", path);
 	/* Then one line per file: "file=STREAMED DROPPED KEPT WRITTEN PATH". */

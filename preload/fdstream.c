@@ -501,9 +501,11 @@ void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_c
 			fn(g_rec[i].path[0] ? g_rec[i].path : "?", &g_rec[i].c, arg);
 	if (g_rec_other.streamed)
 		fn("(other files)", &g_rec_other, arg);
-	urcu_bp_read_lock();
-	msq_fdt_each(0, MSQ_FDT_MAX - 1, each_open, &a);
-	urcu_bp_read_unlock();
+	if (msq_fdt_used()) {
+		urcu_bp_read_lock();
+		msq_fdt_each(0, MSQ_FDT_MAX - 1, each_open, &a);
+		urcu_bp_read_unlock();
+	}
 }
 
 static void add_untotalled(int fd, struct msq_fd *v, void *arg)
@@ -517,9 +519,13 @@ void msq_readpath_totals(struct msq_read_totals *t)
 {
 	uint64_t untotalled = 0;
 
-	urcu_bp_read_lock();
-	msq_fdt_each(0, MSQ_FDT_MAX - 1, add_untotalled, &untotalled);
-	urcu_bp_read_unlock();
+	/* No fd ever looked at: nothing to add, and no urcu-bp registration
+	 * of this thread (every process ends here at exit). */
+	if (msq_fdt_used()) {
+		urcu_bp_read_lock();
+		msq_fdt_each(0, MSQ_FDT_MAX - 1, add_untotalled, &untotalled);
+		urcu_bp_read_unlock();
+	}
 	t->files = __atomic_load_n(&g_tot.files, __ATOMIC_RELAXED);
 	t->streamed = __atomic_load_n(&g_tot.streamed, __ATOMIC_RELAXED) + untotalled;
 	t->dropped = __atomic_load_n(&g_tot.dropped, __ATOMIC_RELAXED);

@@ -7,6 +7,10 @@
 #define LEAF_SIZE (1u << MSQ_FDT_LEAF_BITS)
 
 struct msq_fd **msq_fdt_top[MSQ_FDT_TOP];
+/* One past the highest top slot that ever held a leaf: walks stop there,
+ * so a process that never had a leaf touches none of the table's 64 KiB
+ * (at exit, every process sums the table). */
+static unsigned g_top_used;
 
 static struct msq_fd **leaf_of(int fd, int create)
 {
@@ -24,6 +28,13 @@ static struct msq_fd **leaf_of(int fd, int create)
 					 __ATOMIC_ACQUIRE)) {
 		msq_sys_unmap(leaf, LEAF_SIZE * sizeof(*leaf));
 		leaf = expect;
+	} else {
+		unsigned used = __atomic_load_n(&g_top_used, __ATOMIC_RELAXED),
+			 want = ((unsigned)fd >> MSQ_FDT_LEAF_BITS) + 1;
+
+		while (used < want && !__atomic_compare_exchange_n(&g_top_used, &used, want, true,
+								   __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
 	}
 	return leaf;
 }
@@ -49,12 +60,20 @@ int msq_fdt_cas(int fd, struct msq_fd *old, struct msq_fd *v)
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+bool msq_fdt_used(void)
+{
+	return __atomic_load_n(&g_top_used, __ATOMIC_ACQUIRE) != 0;
+}
+
 void msq_fdt_each(unsigned first, unsigned last, void (*fn)(int fd, struct msq_fd *v, void *arg),
 		  void *arg)
 {
+	unsigned top_end = __atomic_load_n(&g_top_used, __ATOMIC_ACQUIRE);
+
 	if (last >= MSQ_FDT_MAX)
 		last = MSQ_FDT_MAX - 1;
-	for (unsigned t = first >> MSQ_FDT_LEAF_BITS; first <= last && t <= last >> MSQ_FDT_LEAF_BITS; t++) {
+	for (unsigned t = first >> MSQ_FDT_LEAF_BITS;
+	     first <= last && t <= last >> MSQ_FDT_LEAF_BITS && t < top_end; t++) {
 		struct msq_fd **leaf = __atomic_load_n(&msq_fdt_top[t], __ATOMIC_ACQUIRE);
 
 		if (!leaf)

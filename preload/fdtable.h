@@ -14,6 +14,7 @@
 #ifndef MSQ_FDTABLE_H
 #define MSQ_FDTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,8 @@ static inline struct msq_fd *msq_fdt_peek(int fd)
 struct msq_fd *msq_fdt_xchg(int fd, struct msq_fd *v) MSQ_HIDDEN;
 /* Stores v only if the slot holds old; true on success. */
 int msq_fdt_cas(int fd, struct msq_fd *old, struct msq_fd *v) MSQ_HIDDEN;
+/* Whether any fd was ever given a slot (a leaf exists). */
+bool msq_fdt_used(void) MSQ_HIDDEN;
 /* Calls fn for every non-NULL slot in [first, last]. */
 void msq_fdt_each(unsigned first, unsigned last, void (*fn)(int fd, struct msq_fd *v, void *arg),
 		  void *arg) MSQ_HIDDEN;

@@ -27,6 +27,7 @@
 #include "../common/config.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
+#include "env.h"
 #include "fdstream.h"
 #include "fdtable.h"
 #include "locks.h"
@@ -873,10 +874,10 @@ MSQ_EXPORT int fclose(FILE *fp)
 
 void msq_readpath_init(void)
 {
-	const char *v = getenv("MADVSEQ_DONTCACHE");
+	const char *v = msq_env("MADVSEQ_DONTCACHE");
 
 	/* Unset: writes only (fdstream.c says why reads are opt-in). */
-	if (v && *v) {
+	if (v) {
 		bool on = false;
 
 		if (msq_parse_bool(v, &on) < 0)

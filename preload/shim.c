@@ -20,13 +20,17 @@
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine.h"
+#include "env.h"
 #include "locks.h"
 #include "readpath.h"
 #include "real.h"
 #include "regions.h"
 #include "track.h"
 
-struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT };
+struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT, .stats_path = "" };
+/* (Apart from msq_cfg, which would otherwise take a page of .data that
+ * every process dirties at start-up.) */
+static char g_stats_path[MSQ_STATS_PATH_MAX];
 __thread int msq_guard;
 
 enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DISABLED };
@@ -57,7 +61,7 @@ static void vlog(const char *fmt, va_list ap)
 	char buf[1024];
 	int n = snprintf(buf, sizeof(buf), "libmadvseq[%d]: ", (int)getpid());
 
-	if (n < 0)
+	if (n < 0 || msq_secure_execution())
 		return;
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
 	if (n > (int)sizeof(buf) - 2)
@@ -93,8 +97,8 @@ void msq_debug(const char *fmt, ...)
 /* Reads one variable; a bad value gets one warning naming the default. */
 #define READ_ENV(name, parse, field, what, deftext)                                   \
 	do {                                                                          \
-		const char *v_ = getenv(name);                                        \
-		if (v_ && *v_ && parse(v_, field) < 0)                                \
+		const char *v_ = msq_env(name);                                       \
+		if (v_ && parse(v_, field) < 0)                                       \
 			msq_warn("%s='%s' is not %s; using %s", name, v_, what, deftext); \
 	} while (0)
 
@@ -113,12 +117,15 @@ static void read_config(void)
 	READ_ENV("MADVSEQ_LAG", msq_parse_size, &msq_cfg.policy.lag, "a size (e.g. 16M)", def);
 	READ_ENV("MADVSEQ_INTERVAL", msq_parse_duration_ns, &msq_cfg.policy.interval_ns,
 		 "a duration from 100us to 1h (e.g. 20ms)", "20ms");
-	READ_ENV("MADVSEQ_PAGEMAP_SCAN", msq_parse_bool, &scan, "a boolean (yes or no)", "1");
+	/* A test hook: the fallback that reads one pagemap entry a page. */
+	v = msq_test_env("MADVSEQ_PAGEMAP_SCAN");
+	if (v && msq_parse_bool(v, &scan) < 0)
+		msq_warn("MADVSEQ_PAGEMAP_SCAN='%s' is not a boolean (yes or no); using 1", v);
 	msq_cfg.force_pagemap_read = !scan;
 	/* Whole pages; at least one chunk, so a cursor's own chunk stays. */
 	msq_cfg.policy.lag &= ~(uint64_t)4095;
 	if (msq_cfg.policy.lag < MSQ_CHUNK) {
-		if (getenv("MADVSEQ_LAG"))
+		if (msq_env("MADVSEQ_LAG"))
 			msq_warn("MADVSEQ_LAG is below the 2M drop granularity; using 2M");
 		msq_cfg.policy.lag = MSQ_CHUNK;
 	}
@@ -127,24 +134,40 @@ static void read_config(void)
 	msq_cfg.write_free = 4 * msq_cfg.policy.lag;
 	READ_ENV("MADVSEQ_WRITE_FREE", msq_parse_size, &msq_cfg.write_free, "a size (e.g. 64M, or 0)",
 		 "4 lags");
-	v = getenv("MADVSEQ_STATS");
-	if (v && *v) {
-		if (strlen(v) >= sizeof(msq_cfg.stats_path))
+	v = msq_env("MADVSEQ_STATS");
+	if (v) {
+		if (strlen(v) >= sizeof(g_stats_path)) {
 			msq_warn("MADVSEQ_STATS path too long; no stats file");
-		else
-			strcpy(msq_cfg.stats_path, v);
+		} else {
+			strcpy(g_stats_path, v);
+			msq_cfg.stats_path = g_stats_path;
+		}
 	}
-	/* MADVSEQ_PROCFS, MADVSEQ_CGROUPFS: where to look for the kernel's
-	 * switches (tests): the sysctl, and the per-cgroup file of the
-	 * process's own cgroup v2 (or an ancestor's). */
-	{
-		const char *cgfs = getenv("MADVSEQ_CGROUPFS");
+}
 
-		v = getenv("MADVSEQ_PROCFS");
-		msq_cfg.kernel_covers = msq_kernel_dropbehind_for(v && *v ? v : "/proc",
-								  cgfs && *cgfs ? cgfs : NULL, 0,
-								  &msq_cfg.kernel_by_cgroup) == 1;
+/* -1: not looked up yet; else 0 (off), 1 (the sysctl), 2 (the cgroup's). */
+static int g_kernel = -1;
+
+bool msq_kernel_covers(bool *by_cgroup)
+{
+	int k = __atomic_load_n(&g_kernel, __ATOMIC_ACQUIRE);
+
+	if (k < 0) {
+		/* MADVSEQ_PROCFS, MADVSEQ_CGROUPFS (test hooks): where to
+		 * look for the kernel's switches: the sysctl, and the
+		 * per-cgroup file of the process's own cgroup v2 (or an
+		 * ancestor's).  Two threads may both look: same answer. */
+		const char *procfs = msq_test_env("MADVSEQ_PROCFS");
+		bool cg = false;
+
+		k = msq_kernel_dropbehind_for(procfs ? procfs : "/proc",
+					      msq_test_env("MADVSEQ_CGROUPFS"), 0, &cg) == 1;
+		k = k ? 1 + cg : 0;
+		__atomic_store_n(&g_kernel, k, __ATOMIC_RELEASE);
 	}
+	if (by_cgroup)
+		*by_cgroup = k == 2;
+	return k > 0;
 }
 
 /* Which locks the prepare handler got: bounded tries, since fork may be
@@ -197,15 +220,21 @@ static void init(void)
 	msq_real_resolve();
 	msq_readpath_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	/* The stats file and the debug line report the kernel's switch:
+	 * asked for, so looked up now (and not at _exit). */
+	if (msq_cfg.debug || msq_cfg.stats_path[0])
+		msq_kernel_covers(NULL);
 	if (msq_cfg.debug) {
+		bool by_cgroup, kernel = msq_kernel_covers(&by_cgroup);
+
 		program_name(comm, sizeof(comm));
 		msq_debug("active in %s: mode=%s lag=%s interval=%llums read=%s%s", comm,
 			  msq_mode_name(msq_cfg.policy.mode),
 			  msq_format_size(msq_cfg.policy.lag, lag, sizeof(lag)),
 			  (unsigned long long)(msq_cfg.policy.interval_ns / 1000000),
 			  msq_read_mode_name(msq_cfg.policy.read),
-			  !msq_cfg.kernel_covers ? ""
-			  : msq_cfg.kernel_by_cgroup
+			  !kernel ? ""
+			  : by_cgroup
 				  ? "; the kernel's own drop-behind is on for this cgroup "
 				    "(" MSQ_KERNEL_DROPBEHIND_CGFILE "): libmadvseq steps aside"
 				  : "; the kernel's own drop-behind is on: libmadvseq steps aside");

@@ -35,15 +35,16 @@
 #define MSQ_EXPORT __attribute__((visibility("default")))
 #define MSQ_TLS __attribute__((tls_model("initial-exec")))
 
+#define MSQ_STATS_PATH_MAX 4096
+
 struct msq_shim_config {
 	struct msq_policy policy;
 	bool debug;             /* MADVSEQ_DEBUG */
-	char stats_path[4096];  /* MADVSEQ_STATS ("" = none) */
+	const char *stats_path; /* MADVSEQ_STATS ("" = none; at most
+				 * MSQ_STATS_PATH_MAX - 1 bytes) */
 	bool force_pagemap_read;/* MADVSEQ_PAGEMAP_SCAN=0: read entries instead */
 	uint64_t write_free;    /* MADVSEQ_WRITE_FREE: a process's writes before
 				 * write-behind (fdstream.c); four lags unset */
-	bool kernel_covers;     /* the kernel's own drop-behind is on */
-	bool kernel_by_cgroup;  /* ... through this cgroup's switch only */
 };
 
 extern struct msq_shim_config msq_cfg MSQ_HIDDEN;
@@ -59,7 +60,12 @@ bool msq_shim_initialised(void) MSQ_HIDDEN;
 void *msq_next_symbol(const char *name) MSQ_HIDDEN;
 /* False in a vfork child running on its parent's memory. */
 bool msq_is_owner(void) MSQ_HIDDEN;
-/* "libmadvseq: ..." on stderr; warnings always, info only with MADVSEQ_DEBUG. */
+/* Whether the kernel's own drop-behind is on for this process (the sysctl,
+ * or, with *by_cgroup set, its cgroup's switch).  Looked up on the first
+ * call, not at start-up: a process that never streams reads no /proc. */
+bool msq_kernel_covers(bool *by_cgroup) MSQ_HIDDEN;
+/* "libmadvseq: ..." on stderr; warnings always, info only with MADVSEQ_DEBUG.
+ * Under secure execution (env.h) nothing is printed. */
 void msq_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))) MSQ_HIDDEN;
 void msq_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2))) MSQ_HIDDEN;
 uint64_t msq_now_ns(void) MSQ_HIDDEN;

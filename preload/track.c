@@ -87,7 +87,7 @@ static int on_vma(const struct msq_vma *v, void *arg)
 		free(r);
 		return 0;
 	}
-	if (msq_cfg.kernel_covers) {
+	if (msq_kernel_covers(NULL)) {
 		struct statfs sf;
 
 		/* The patched kernel drops behind MADV_SEQUENTIAL faults of

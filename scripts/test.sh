@@ -27,12 +27,12 @@ run_suite() {
 }
 
 status=0
-configure build -Dwerror=true -Dfiu=enabled &&
+configure build -Dwerror=true -Dfiu=enabled -Dtest_hooks=true &&
 	ninja -C build && run_suite build || status=1
 
 # The sanitizer runtimes must come first when the shim is preloaded into
 # programs that were not built with them.
-configure build-asan -Dwerror=true -Dfiu=enabled -Db_sanitize=address,undefined -Db_lundef=false &&
+configure build-asan -Dwerror=true -Dfiu=enabled -Dtest_hooks=true -Db_sanitize=address,undefined -Db_lundef=false &&
 	ninja -C build-asan &&
 	MADVSEQ_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$PWD/build-asan/preload/libmadvseq.so" \
 	ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:abort_on_error=1 \
