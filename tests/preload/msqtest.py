@@ -62,6 +62,13 @@ def skip(why):
     sys.exit(77)
 
 
+def need_test_hooks(names):
+    """Skips unless the library reads the tests' hook variables (a build
+    configured with -Dtest_hooks=true; installed libraries never do)."""
+    if os.environ.get("MADVSEQ_TEST_HOOKS") != "1":
+        skip("the library was built without test hooks (-Dtest_hooks=true): it ignores " + names)
+
+
 failures = []
 
 

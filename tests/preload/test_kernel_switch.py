@@ -13,13 +13,14 @@ usage: test_kernel_switch.py SEQCLIENT on|off|cgroup-on|cgroup-off"""
 import os
 import sys
 
-from msqtest import M, Workdir, check, done, evict, run, shim_env, values
+from msqtest import M, Workdir, check, done, evict, need_test_hooks, run, shim_env, values
 
 SIZE = 128 * M
 
 
 def main():
     client, state = sys.argv[1], sys.argv[2]
+    need_test_hooks("MADVSEQ_PROCFS and MADVSEQ_CGROUPFS")
     with Workdir("kswitch-" + state) as wd:
         vm = os.path.join(wd.path, "proc", "sys", "vm")
         os.makedirs(vm)

@@ -9,8 +9,8 @@ usage: test_stream.py SEQCLIENT VARIANT"""
 import os
 import sys
 
-from msqtest import (M, Workdir, cached, check, done, evict, plain_env, rate, read_ahead_bytes,
-                     run, shim_env, values)
+from msqtest import (M, Workdir, cached, check, done, evict, need_test_hooks, plain_env, rate,
+                     read_ahead_bytes, run, shim_env, values)
 
 SIZE = 256 * M
 LAG = 16 * M
@@ -36,6 +36,8 @@ VARIANTS = {
 def main():
     client, variant = sys.argv[1], sys.argv[2]
     args, extra, readers = VARIANTS[variant]
+    if variant == "pagemap-read":
+        need_test_hooks("MADVSEQ_PAGEMAP_SCAN")
     lag = 4 * M if variant == "lag-4M" else LAG
     with Workdir("stream-" + variant) as wd:
         path = wd.file("data", SIZE)
