@@ -47,6 +47,18 @@ step() { printf '=== build-image: %s\n' "$*" >&2; }
 command -v podman >/dev/null || skip "podman is not installed (apt-get install podman)"
 command -v debootstrap >/dev/null || skip "debootstrap is not installed (apt-get install debootstrap)"
 podman info >/dev/null 2>&1 || skip "podman cannot run here: $(podman info 2>&1 | tail -1)"
+# crun refuses a host whose cgroup v1 hierarchies sit beside a cgroup2
+# mount ("hybrid mode"); runc takes it.  Podman's default rlimits (1M
+# files) are above what root without CAP_SYS_RESOURCE may set: the
+# caller's own hard limits instead.
+podman_opts=()
+if [ -z "${MADVSEQ_PODMAN_RUNTIME:-}" ] && [ -d /sys/fs/cgroup/memory ] &&
+	grep -q ' cgroup2 ' /proc/self/mounts && command -v runc >/dev/null; then
+	MADVSEQ_PODMAN_RUNTIME=runc
+fi
+[ -n "${MADVSEQ_PODMAN_RUNTIME:-}" ] && podman_opts+=(--runtime "$MADVSEQ_PODMAN_RUNTIME")
+nproc=$(ulimit -Hu); [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ] && nproc=32768
+ulimits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=$nproc:$nproc")
 if ! deps=$(cd "$repo" && dpkg-checkbuilddeps debian/control 2>&1); then
 	fail "$deps (apt-get build-dep $repo installs them)"
 fi
@@ -105,7 +117,7 @@ fi
 step "podman build $tag"
 mkdir -p "$scratch/ctx"
 cp "$debdir"/madvseq_*.deb "$repo/contrib/container/Containerfile" "$scratch/ctx/"
-podman build --quiet --pull=never --build-arg BASE="$base" -f "$scratch/ctx/Containerfile" \
+podman "${podman_opts[@]}" build "${ulimits[@]}" --quiet --pull=never --build-arg BASE="$base" -f "$scratch/ctx/Containerfile" \
 	-t "$tag" "$scratch/ctx" >/dev/null
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "image: $tag $((size / 1024 / 1024)) MiB"
