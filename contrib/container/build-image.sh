@@ -28,8 +28,8 @@ cache=${MADVSEQ_IMAGE_CACHE:-/var/cache/madvseq-image}
 suite=bookworm
 mirror=${MADVSEQ_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What madvseq's binaries link (dpkg-shlibdeps of the .deb) and what its
-# maintainer scripts and the liveness probe run.
-include=liburcu8,libinih1,libsystemd0
+# DaemonSet's metrics container serves its file with (busybox httpd).
+include=liburcu8,libinih1,libsystemd0,busybox
 
 while [ $# -gt 0 ]; do
 	case $1 in
