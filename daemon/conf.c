@@ -54,8 +54,12 @@ void msqd_conf_init(struct msqd_conf *c)
 
 void msqd_conf_free(struct msqd_conf *c)
 {
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = 0; i < c->n; i++) {
 		free(c->sec[i].glob);
+		if (c->sec[i].kube)
+			msqd_kubematch_free(c->sec[i].kube);
+		free(c->sec[i].kube);
+	}
 	free(c->sec);
 	free(c->path);
 	c->sec = NULL;
@@ -227,6 +231,29 @@ static int new_section(struct parse *p, const char *glob)
 	return 1;
 }
 
+static bool is_kube_key(const char *k)
+{
+	return !strcmp(k, "pod") || !strcmp(k, "qos");
+}
+
+/* pod = UID... / qos = CLASS... of a pod section (kubepods.h). */
+static int on_kube_key(struct parse *p, struct msqd_kubematch *m, const char *k, const char *v,
+		       int line)
+{
+	char bad[80];
+	int rc = !strcmp(k, "pod") ? msqd_kubematch_add_pods(m, v, bad, sizeof(bad))
+				   : msqd_kubematch_add_qos(m, v, bad, sizeof(bad));
+
+	if (rc == -ENOMEM)
+		return fail(p, line, "out of memory");
+	if (rc < 0 && !strcmp(k, "pod"))
+		return fail(p, line, "pod: '%s' is not a pod uid (a uuid, or a static pod's 32 hex digits)",
+			    bad[0] ? bad : v);
+	if (rc < 0)
+		return fail(p, line, "qos: '%s' is not guaranteed, burstable or besteffort", bad[0] ? bad : v);
+	return 1;
+}
+
 /*
  * inih calls this once per key, with the name of the section it is in.
  * Which header opened that section the reader knows (inih does not say
@@ -248,20 +275,37 @@ static int on_entry(void *user, const char *section, const char *k, const char *
 	if (!strcmp(section, "daemon"))
 		return on_daemon_key(p, k, v, line);
 	if (section[0] == '/') {
+		if (is_kube_key(k))
+			return fail(p, line, "%s: only in a section whose first key is pod or qos", k);
 		if (first && !new_section(p, section))
 			return 0;
 		return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
 	}
 	/* [label] + match = GLOB: for globs longer than a section name may be
 	 * (libinih keeps 49 characters of it). */
+	if (first && is_kube_key(k)) {
+		struct msqd_section *s;
+
+		if (!new_section(p, section))
+			return 0;
+		s = &c->sec[c->n - 1];
+		if (!(s->kube = calloc(1, sizeof(*s->kube))))
+			return fail(p, line, "out of memory");
+		return on_kube_key(p, s->kube, k, v, line);
+	}
 	if (first) {
 		if (strcmp(k, "match"))
 			return fail(p, line, "section [%s] is neither [daemon] nor a cgroup path glob "
-				    "starting with '/', and has no 'match = GLOB' as its first key", section);
+				    "starting with '/', and has no 'match = GLOB', 'pod = UID' or "
+				    "'qos = CLASS' as its first key", section);
 		if (v[0] != '/')
 			return fail(p, line, "match: '%s' is not a cgroup path glob starting with '/'", v);
 		return new_section(p, v);
 	}
+	if (is_kube_key(k) && c->sec[c->n - 1].kube)
+		return on_kube_key(p, c->sec[c->n - 1].kube, k, v, line);
+	if (is_kube_key(k))
+		return fail(p, line, "%s: only in a section whose first key is pod or qos", k);
 	return on_policy_key(p, &c->sec[c->n - 1].p, k, v, line);
 }
 
@@ -449,13 +493,25 @@ const struct msqd_policy *msqd_conf_resolve(const struct msqd_conf *c, const cha
 {
 	const struct msqd_section *best = NULL;
 	unsigned best_score = 0;
+	struct msqd_kubepod kp;
+	int pod = -1; /* cgroup parsed as a pod's: 1 yes, 0 no, -1 not yet */
 
 	for (size_t i = 0; i < c->n; i++) {
+		const struct msqd_kubematch *m = c->sec[i].kube;
 		unsigned sc;
 
-		if (fnmatch(c->sec[i].glob, cgroup, 0) != 0)
+		if (m) {
+			if (pod < 0)
+				pod = msqd_kubepods_parse(cgroup, &kp) == 0;
+			if (!pod || !msqd_kubematch_test(m, &kp))
+				continue;
+			/* above any glob's count of literal characters */
+			sc = m->nuid ? UINT_MAX : UINT_MAX - 1;
+		} else if (fnmatch(c->sec[i].glob, cgroup, 0) != 0) {
 			continue;
-		sc = specificity(c->sec[i].glob);
+		} else {
+			sc = specificity(c->sec[i].glob);
+		}
 		if (!best || sc >= best_score) {
 			best = &c->sec[i];
 			best_score = sc;
@@ -497,8 +553,12 @@ void msqd_conf_print(const struct msqd_conf *c, FILE *f)
 	msqd_policy_format(&builtin, buf, sizeof(buf));
 	fprintf(f, "# cgroups no section matches: %s\n", buf);
 	for (size_t i = 0; i < c->n; i++) {
+		char kube[512] = "";
+
+		if (c->sec[i].kube)
+			msqd_kubematch_format(c->sec[i].kube, kube, sizeof(kube));
 		msqd_policy_format(&c->sec[i].p, buf, sizeof(buf));
-		fprintf(f, "[%s] # line %u\n%s\n", c->sec[i].glob, c->sec[i].line, buf);
+		fprintf(f, "[%s] # line %u\n%s%s\n", c->sec[i].glob, c->sec[i].line, kube, buf);
 	}
 }
 

@@ -6,6 +6,9 @@
  * controller's v1 paths on hosts where v2 has no memory controller.  The
  * most specific matching section wins (most literal characters; on a tie,
  * the later one); keys a section does not set keep their built-in default.
+ * A [label] section whose first key is pod = UID... or qos = CLASS...
+ * matches Kubernetes pods' cgroups instead (kubepods.h): it ranks above
+ * every glob, and one with pod = above one with only qos =.
  */
 #ifndef MSQD_CONF_H
 #define MSQD_CONF_H
@@ -16,6 +19,8 @@
 #include <stdio.h>
 
 #include <madvseq/policy.h>
+
+#include "kubepods.h"
 
 struct msqd_policy {
 	enum msq_mode mode;
@@ -28,7 +33,8 @@ struct msqd_policy {
 };
 
 struct msqd_section {
-	char *glob;
+	char *glob;                  /* a pod section: its label */
+	struct msqd_kubematch *kube; /* pod/qos matcher; NULL: glob */
 	unsigned line;
 	struct msqd_policy p;
 };

@@ -92,6 +92,8 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
 {
 	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
+	uint64_t at = msq_stream_progress(s), now_at;
+	size_t ncursors = s->cursors.n;
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
@@ -102,6 +104,11 @@ static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_st
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
 	d->dropped_total += s->st.dropped - before;
+	/* How far its readers moved on (a sum of cursor addresses: only
+	 * comparable while the cursors are the same ones). */
+	now_at = msq_stream_progress(s);
+	if (s->cursors.n == ncursors && now_at > at)
+		c->cg->streamed += now_at - at;
 	return rc;
 }
 

@@ -82,6 +82,7 @@ struct msqd_cg {
 	const struct msqd_policy *pol; /* into the current configuration */
 	const char *section;           /* winning section, NULL: built-in */
 	uint64_t dropped, kept_strong, kept_mapped;
+	uint64_t streamed; /* how far its mapped streams' readers moved on */
 	struct msqd_read_counts read; /* what its shims' read paths reported */
 	unsigned clients, regions;
 	unsigned leftovers; /* exit drops queued with it */

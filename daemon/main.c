@@ -27,6 +27,7 @@
 #include "discover.h"
 #include "exitdrop.h"
 #include "log.h"
+#include "kubepods.h"
 #include "metrics.h"
 #include "refs.h"
 #include "regions.h"
@@ -140,6 +141,13 @@ static int resolve_pid(struct msqd *d, pid_t pid)
 	msqd_policy_format(p, pol, sizeof(pol));
 	printf("pid %d cgroup %s (v%d)\nsection %s\npolicy %s\n", (int)pid, path, (int)layout,
 	       sec ? sec : "built-in", pol);
+	{
+		struct msqd_kubepod kp;
+
+		if (msqd_kubepods_parse(path, &kp) == 0)
+			printf("pod %s qos %s container %s driver %s\n", kp.pod_uid, msqd_qos_name(kp.qos),
+			       kp.container_id[0] ? kp.container_id : "-", msqd_kube_driver_name(kp.driver));
+	}
 	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, path, layout, &pr) == 0) {
 		char lim[32] = "unlimited"; /* no limit up to the root: pr.limit 0 */
 

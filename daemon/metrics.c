@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "cycle.h"
 #include "metrics.h"
+#include "kubepods.h"
 #include "refs.h"
 
 struct out {
@@ -406,6 +407,59 @@ static void prom_head(struct out *o, const char *name, const char *type, const c
 	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The per-pod families: the cgroups kubelet made for pods (kubepods.h),
+ * labelled by what their paths say; cgroups below one container are
+ * summed into its series. */
+static bool pod_active(const struct msqd_cg *g, struct msqd_kubepod *kp)
+{
+	return (g->clients || g->dropped || g->streamed || g->read.streamed) &&
+	       msqd_kubepods_parse(g->path, kp) == 0;
+}
+
+static void pod_families(struct out *o, struct msqd *d)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "madvseq_pod_streamed_bytes_total",
+		  "Bytes a pod's container streamed: how far its mapped readers moved on, plus what its shims' read paths report." },
+		{ "madvseq_pod_dropped_bytes_total",
+		  "Page cache bytes dropped behind a pod's container's readers (mappings and read paths)." },
+		{ "madvseq_pod_kept_bytes_total",
+		  "Bytes a pod's container streamed that stayed cached: used by others (strong references, still mapped) or cached before." },
+	};
+
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		prom_head(o, fam[f].name, "counter", fam[f].help);
+		for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+			struct msqd_kubepod kp, kq;
+			uint64_t v = 0;
+			bool first = true;
+
+			if (!pod_active(g, &kp))
+				continue;
+			for (struct msqd_cg *h = d->cgs; h && first; h = h->next) {
+				if (h == g)
+					break;
+				first = !(pod_active(h, &kq) && !strcmp(kq.pod_uid, kp.pod_uid) &&
+					  !strcmp(kq.container_id, kp.container_id));
+			}
+			if (!first)
+				continue; /* summed into an earlier cgroup's series */
+			for (struct msqd_cg *h = g; h; h = h->next) {
+				if (h != g && !(pod_active(h, &kq) && !strcmp(kq.pod_uid, kp.pod_uid) &&
+						!strcmp(kq.container_id, kp.container_id)))
+					continue;
+				v += f == 0 ? h->streamed + h->read.streamed
+				   : f == 1 ? h->dropped + h->read.dropped
+					    : h->kept_strong + h->kept_mapped + h->read.kept;
+			}
+			put(o, "%s{pod_uid=\"%s\",qos=\"%s\",container_id=\"%s\"} %llu\n", fam[f].name,
+			    kp.pod_uid, msqd_qos_name(kp.qos), kp.container_id, (unsigned long long)v);
+		}
+	}
+}
+
 int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 {
 	struct out o = { 0 };
@@ -498,6 +552,7 @@ int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 		if (g->clients)
 			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
 			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
+	pod_families(&o, d);
 	return finish(&o, buf, len);
 }
 

@@ -486,7 +486,62 @@ def case_log_levels():
     check(p.returncode == 0, "log levels and journal detection (unit)")
 
 
+def case_enable_disable():
+    """madvseq enable/disable UNIT against a scratch unit directory: the
+    drop-in prepends the library to the unit's own LD_PRELOAD (a template
+    instance's too), systemd-analyze verify passes on the result, and
+    disable leaves the directory as it was."""
+    need("systemd-analyze", "systemd")
+    lib = tool("MADVSEQ_LIB")
+    w = ["sh", tool("MADVSEQ_WRAPPER")]
+    d = tempfile.mkdtemp(prefix="msq-units-")
+    try:
+        with open(os.path.join(d, "backup.service"), "w") as f:
+            f.write("[Unit]\nDescription=nightly backup\n[Service]\nType=oneshot\n"
+                    "Environment=LD_PRELOAD=/usr/lib/libother.so TZ=UTC\nExecStart=/bin/true\n")
+        with open(os.path.join(d, "postgresql@.service"), "w") as f:
+            f.write("[Unit]\nDescription=PostgreSQL %i\n[Service]\nExecStart=/bin/sleep 1\n")
+        before = sorted(os.listdir(d))
+        p = run(w + ["enable", "--unit-dir", d, "backup.service"], env={"MADVSEQ_LIBRARY": lib})
+        print(p.stdout + p.stderr)
+        dropin = os.path.join(d, "backup.service.d", "50-madvseq.conf")
+        body = open(dropin).read() if os.path.exists(dropin) else ""
+        print(body)
+        check(p.returncode == 0 and 'Environment="LD_PRELOAD=%s:/usr/lib/libother.so"' % lib in body
+           and "Environment=MADVSEQ_READ=all" in body,
+           "enable wrote a drop-in that prepends the library to the unit's LD_PRELOAD")
+        check("needed: systemctl daemon-reload" in p.stdout, "enable says a daemon-reload is needed")
+        v = run(["systemd-analyze", "verify", os.path.join(d, "backup.service")],
+                env={"SYSTEMD_UNIT_PATH": d + ":"})
+        print("systemd-analyze verify: rc %d %s" % (v.returncode, (v.stdout + v.stderr).strip() or "(no output)"))
+        check(v.returncode == 0 and "50-madvseq" not in v.stderr, "systemd-analyze verify passes on the result")
+        p = run(w + ["enable", "--unit-dir", d, "backup"], env={"MADVSEQ_LIBRARY": lib})
+        check("unchanged" in p.stdout and "no daemon-reload or restart needed" in p.stdout,
+           "enable again: unchanged, nothing needed")
+        p = run(w + ["enable", "--read=advised", "--unit-dir", d, "postgresql@15-main.service"],
+                env={"MADVSEQ_LIBRARY": lib})
+        pg = os.path.join(d, "postgresql@15-main.service.d", "50-madvseq.conf")
+        check(p.returncode == 0 and os.path.exists(pg) and "MADVSEQ_READ=advised" in open(pg).read()
+           and 'LD_PRELOAD=%s"' % lib in open(pg).read(), "a template instance, with its own read mode")
+        v = run(["systemd-analyze", "verify", os.path.join(d, "postgresql@15-main.service")],
+                env={"SYSTEMD_UNIT_PATH": d + ":"})
+        check(v.returncode == 0, "systemd-analyze verify passes on the instance (%s)" % v.stderr.strip())
+        for args, err in ((["--read=fast", "backup"], "--read: 'fast'"), (["backup.timer"], "not a service"),
+                          (["../x"], "not a unit name"), ([], "which unit?")):
+            p = run(w + ["enable", "--unit-dir", d] + args, env={"MADVSEQ_LIBRARY": lib})
+            check(p.returncode == 2 and err in p.stderr, "enable %s refused (%s)" % (" ".join(args), p.stderr.strip()))
+        for u in ("backup.service", "postgresql@15-main.service"):
+            p = run(w + ["disable", "--unit-dir", d, u])
+            check(p.returncode == 0 and "removed" in p.stdout and "daemon-reload" in p.stdout, "disable %s" % u)
+        p = run(w + ["disable", "--unit-dir", d, "backup.service"])
+        check("nothing to remove" in p.stdout and "no daemon-reload" in p.stdout, "disable again: nothing to do")
+        check(sorted(os.listdir(d)) == before, "the unit directory is as it was")
+    finally:
+        shutil.rmtree(d)
+
+
 CASES = {
+    "enable-disable": case_enable_disable,
     "wrapper-options": case_wrapper_options,
     "wrapper-bad-value-once": case_wrapper_bad_value_once,
     "wrapper-stats-path": case_wrapper_stats_path,
