@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/fault.h"
+#include "../common/kernel_switch.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -289,7 +290,7 @@ void msqd_cg_reap(struct msqd *d)
 		return;
 	d->cg_reaped_ns = d->now_ns;
 	for (struct msqd_cg **pp = &d->cgs, *g; (g = *pp);) {
-		if (g->clients || g->regions || g->leftovers || g == d->cur_cg) {
+		if (g->clients || g->regions || g->leftovers) {
 			pp = &g->next;
 			continue;
 		}
@@ -306,4 +307,38 @@ void msqd_cg_reap(struct msqd *d)
 		free(g);
 		d->cgs_freed++;
 	}
+}
+
+void msqd_kernel_recheck(struct msqd *d)
+{
+	/* The patched kernel's own drop-behind, checked once a second: with it
+	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
+	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_state(d->proc_root);
+
+		if (k != d->kernel_state && d->kernel_checked_ns)
+			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		d->kernel_state = k;
+		d->kernel_checked_ns = d->now_ns;
+	}
+}
+
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g)
+{
+	if (d->kernel_state == 1)
+		return true;
+	if (!g || g->layout != MSQD_CG_V2)
+		return false; /* the per-cgroup file is cgroup v2's */
+	if (d->now_ns - g->kernel_checked_ns >= UINT64_C(1000000000) || !g->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_cgroup_state(d->cg_root, g->path);
+
+		if ((k == 1) != (g->kernel_state == 1) && (g->kernel_checked_ns || k == 1))
+			log_info("cgroup %s: kernel drop-behind (%s) is now %s", g->path,
+				 MSQ_KERNEL_DROPBEHIND_CGFILE,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		g->kernel_state = k;
+		g->kernel_checked_ns = d->now_ns;
+	}
+	return g->kernel_state == 1;
 }

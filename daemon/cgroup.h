@@ -78,4 +78,12 @@ bool msqd_gate_open(struct msqd *d, struct msqd_cg *g);
 /* Frees the records of removed cgroups nothing refers to (once a second). */
 void msqd_cg_reap(struct msqd *d);
 
+/* Reads the kernel's drop-behind switch again if a second has passed (each
+ * cycle, and each status: an idle daemon runs no cycles). */
+void msqd_kernel_recheck(struct msqd *d);
+/* Whether the kernel drops behind MADV_SEQUENTIAL faults in cgroup g: its
+ * sysctl is on, or g's own switch (memory.seq_read_dropbehind, cgroup v2,
+ * set on g or an ancestor), read again if a second has passed. */
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g);
+
 #endif

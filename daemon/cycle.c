@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/kernel_switch.h"
 #include "client.h"
 #include "cycle.h"
 #include "daemon.h"
@@ -84,7 +83,7 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 
 	c->eng.lag = p->lag;
 	c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
-	c->eng.filter_arg = d;
+	c->eng.filter_arg = NULL; /* set for each cycle (cycle_region) */
 }
 
 /* Drops s as its policy says (one cycle, or all of it when flush);
@@ -92,12 +91,13 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
 {
 	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
+	struct msqd_refs_check chk = { d, c->cg };
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
-	d->cur_cg = c->cg;
+	c->eng.filter_arg = &chk;
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
-	d->cur_cg = NULL;
+	c->eng.filter_arg = NULL;
 	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
@@ -149,40 +149,6 @@ int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, 
 		return 0;
 	}
 	return rc;
-}
-
-void msqd_kernel_recheck(struct msqd *d)
-{
-	/* The patched kernel's own drop-behind, checked once a second: with it
-	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
-	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
-		int k = msq_kernel_dropbehind_state(d->proc_root);
-
-		if (k != d->kernel_state && d->kernel_checked_ns)
-			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
-				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
-		d->kernel_state = k;
-		d->kernel_checked_ns = d->now_ns;
-	}
-}
-
-bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g)
-{
-	if (d->kernel_state == 1)
-		return true;
-	if (!g || g->layout != MSQD_CG_V2)
-		return false; /* the per-cgroup file is cgroup v2's */
-	if (d->now_ns - g->kernel_checked_ns >= UINT64_C(1000000000) || !g->kernel_checked_ns) {
-		int k = msq_kernel_dropbehind_cgroup_state(d->cg_root, g->path);
-
-		if ((k == 1) != (g->kernel_state == 1) && (g->kernel_checked_ns || k == 1))
-			log_info("cgroup %s: kernel drop-behind (%s) is now %s", g->path,
-				 MSQ_KERNEL_DROPBEHIND_CGFILE,
-				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
-		g->kernel_state = k;
-		g->kernel_checked_ns = d->now_ns;
-	}
-	return g->kernel_state == 1;
 }
 
 uint64_t msqd_cycle(struct msqd *d)

@@ -24,12 +24,4 @@ uint64_t msqd_cycle(struct msqd *d);
  * and 0 is returned. */
 int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
 			       uint64_t end);
-/* Reads the kernel's drop-behind switch again if a second has passed (each
- * cycle, and each status: an idle daemon runs no cycles). */
-void msqd_kernel_recheck(struct msqd *d);
-/* Whether the kernel drops behind MADV_SEQUENTIAL faults in cgroup g: its
- * sysctl is on, or g's own switch (memory.seq_read_dropbehind, cgroup v2,
- * set on g or an ancestor), read again if a second has passed. */
-bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g);
-
 #endif

@@ -177,7 +177,6 @@ struct msqd {
 	bool refs_found_folios;    /* the last batch checked held large folios */
 	uint64_t advice_cpu_ns;    /* CPU spent inside process_madvise (reclaim) */
 	uint64_t started_ns;
-	struct msqd_cg *cur_cg;  /* whose pages are being checked (for refs.c) */
 	struct msqd_leftover *leftovers, **leftovers_tail; /* exit drops, in order */
 	unsigned nleftovers;
 };

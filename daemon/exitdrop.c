@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "../common/sys.h"
-#include "cycle.h"
 #include "daemon.h"
 #include "exitdrop.h"
 #include "faultin.h"
@@ -63,10 +62,9 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
 		msq_extents_free(&unseen);
 		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
-		o->d->cur_cg = o->cg;
 		if (rc == 0)
-			rc = o->own->filter(o->own, &view, &drop, o->own->filter_arg);
-		o->d->cur_cg = NULL;
+			rc = o->own->filter(o->own, &view, &drop,
+					    &(struct msqd_refs_check){ o->d, o->cg });
 		msq_extents_free(&view.kept);
 	}
 	for (size_t i = 0; i < drop.n && rc == 0; i++)
@@ -116,8 +114,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 			msq_pagemap_close(&own.pm);
 			return true;
 		}
-		own.filter = msqd_refs_filter;
-		own.filter_arg = d;
+		own.filter = msqd_refs_filter; /* (its argument: orphan_window) */
 	}
 	/* What the windows found goes once they are unmapped (fadvise leaves
 	 * mapped pages alone), even if a later window failed. */

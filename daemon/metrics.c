@@ -19,7 +19,6 @@
 #include "../common/iec.h"
 #include "../common/kernel_switch.h"
 #include "daemon.h"
-#include "cycle.h"
 #include "metrics.h"
 #include "refs.h"
 

@@ -275,8 +275,9 @@ static int check_pages(struct batch *b)
 
 int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop, void *arg)
 {
-	struct msqd *d = arg;
-	struct msqd_cg *g = d->cur_cg;
+	const struct msqd_refs_check *chk = arg;
+	struct msqd *d = chk->d;
+	struct msqd_cg *g = chk->cg;
 	static uint64_t pm[BATCH];
 	static bool done[BATCH];
 	struct msq_extents keep = MSQ_EXTENTS_INIT;

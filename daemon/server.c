@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -171,7 +172,7 @@ void msqd_server_accept(struct msqd *d)
 	}
 }
 
-int msqd_send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
+static int send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
 {
 	struct msq_msg_hdr *h = msg;
 
@@ -183,16 +184,9 @@ int msqd_send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size
 	return 0;
 }
 
-int msqd_send_error(struct msqd_client *c, uint32_t seq, int status)
-{
-	struct msq_msg_error m = { .status = status, .version = MSQ_PROTO_VERSION };
-
-	return msqd_send_msg(c, &m, MSQ_MSG_ERROR, sizeof(m), seq);
-}
-
 /* A text answer in chunks, blocking up to a few seconds: madvseqctl waits
  * for it, and only privileged users may ask. */
-int msqd_send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
+static int send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
 {
 	static char buf[MSQ_MSG_MAX];
 	struct msq_msg_text *m = (struct msq_msg_text *)buf;
@@ -220,6 +214,18 @@ int msqd_send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t
 	} while (len);
 	fcntl(c->fd, F_SETFL, fl);
 	return rc;
+}
+
+int msqd_server_send_reply(struct msqd_client *c, struct msqd_reply *r)
+{
+	int rc = 0;
+
+	if (r->kind == MSQD_REPLY_MSG)
+		rc = send_msg(c, &r->msg, r->type, r->size, r->seq);
+	else if (r->kind == MSQD_REPLY_TEXT)
+		rc = send_text(c, r->seq, r->text, r->len);
+	free(r->text);
+	return r->send_may_fail ? 0 : rc;
 }
 
 void msqd_server_readable(struct msqd *d, struct msqd_client *c)
@@ -251,8 +257,15 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 		}
 		if (mh.msg_flags & MSG_TRUNC || (size_t)n > MSQ_MSG_MAX)
 			rc = -EMSGSIZE;
-		else
-			rc = msqd_handle(d, c, buf, (size_t)n);
+		else {
+			struct msqd_reply reply = { 0 };
+			int sent;
+
+			rc = msqd_handle(d, c, buf, (size_t)n, &reply);
+			sent = msqd_server_send_reply(c, &reply);
+			if (rc == 0)
+				rc = sent;
+		}
 		if (c->closing_ns)
 			return; /* it went while we answered */
 		if (rc < 0) {

@@ -43,6 +43,7 @@
 #include "../../daemon/log.h"
 #include "../../daemon/refs.h"
 #include "../../daemon/regions.h"
+#include "../../daemon/server.h"
 
 #define FIXED_ADDR UINT64_C(0x200000000000)
 #define FILE_PAGES 64
@@ -128,7 +129,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 		d.now_ns = msqd_now_ns();
-		rc = msqd_handle(&d, c, msg, n);
+		{
+			struct msqd_reply reply = { 0 };
+			int sent;
+
+			rc = msqd_handle(&d, c, msg, n, &reply);
+			sent = msqd_server_send_reply(c, &reply);
+			if (rc == 0)
+				rc = sent;
+		}
 		drain(sv[1]);
 		if (rc < 0 || c->closing_ns)
 			break;
