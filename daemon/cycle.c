@@ -10,15 +10,17 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "client.h"
 #include "cycle.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "log.h"
 #include "refs.h"
 #include "regions.h"
+#include "util.h"
 
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 /* The most one cycle takes before it leaves the rest to the next. */
@@ -82,7 +84,7 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 	const struct msqd_policy *p = c->cg->pol;
 
 	c->eng.lag = p->lag;
-	c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
+	c->eng.filter = p->strong_refs && d->refs.ok ? msqd_refs_filter : NULL;
 	c->eng.filter_arg = NULL; /* set for each cycle (cycle_region) */
 }
 
@@ -98,10 +100,10 @@ static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_st
 	c->eng.filter_arg = &chk;
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
 	c->eng.filter_arg = NULL;
-	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
+	d->cyc.advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
-	d->dropped_total += s->st.dropped - before;
+	d->cnt.dropped += s->st.dropped - before;
 	return rc;
 }
 
@@ -124,7 +126,7 @@ int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, 
 	/* (A snapshot still being taken: what is left of it, now, within the
 	 * walk budget; else nothing is dropped.) */
 	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg) ||
-	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->conf.walk_budget_ns) ||
+	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->set.conf.walk_budget_ns) ||
 	    (r->kernel_fs && msqd_kernel_covers(d, c->cg)))
 		return 0;
 	if (start < r->s.start)
@@ -156,14 +158,14 @@ uint64_t msqd_cycle(struct msqd *d)
 	uint64_t t0 = msqd_now_ns(), total = 0, moved = 0, left_to_kernel = 0;
 	/* Idle clients due for a look are spread over cycles, a few each,
 	 * so thousands of them never make one cycle long. */
-	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
+	unsigned rechecks = 0, budget = d->cl.n / 512 + 1;
 
 	msqd_kernel_recheck(d);
 	bool whole = true;
 
-	if (!d->cycle_round)
-		d->cycle_round = 1;
-	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+	if (!d->cyc.round)
+		d->cyc.round = 1;
+	for (struct msqd_client *c = d->cl.list, *next; c; c = next) {
 		const struct msqd_policy *p;
 
 		next = c->next;
@@ -171,13 +173,13 @@ uint64_t msqd_cycle(struct msqd *d)
 		 * CYCLE_BUDGET_NS (hundreds of new clients, each looked at
 		 * whole the first time) goes on in the next cycle, so that
 		 * the daemon keeps answering meanwhile. */
-		if (c->cycle_round == d->cycle_round)
+		if (c->cycle_round == d->cyc.round)
 			continue;
 		if (msqd_now_ns() - t0 >= CYCLE_BUDGET_NS) {
 			whole = false;
 			break;
 		}
-		c->cycle_round = d->cycle_round;
+		c->cycle_round = d->cyc.round;
 		if (!c->nr || !c->cg || c->dead || c->closing_ns)
 			continue;
 		p = c->cg->pol;
@@ -199,7 +201,7 @@ uint64_t msqd_cycle(struct msqd *d)
 
 			if (known && f == c->faults &&
 			    (d->now_ns - c->full_ns < IDLE_RECHECK_NS || rechecks >= budget)) {
-				d->idle_skips++;
+				d->cyc.idle_skips++;
 				continue;
 			}
 			if (known && f == c->faults)
@@ -248,18 +250,18 @@ uint64_t msqd_cycle(struct msqd *d)
 					  (unsigned long long)s->start, strerror((int)-rc));
 		}
 	}
-	d->kernel_regions = left_to_kernel;
+	d->cyc.kernel_regions = left_to_kernel;
 	if (whole)
-		d->cycle_round++;
-	d->cycles++;
-	d->last_cycle_ns = msqd_now_ns() - t0;
-	if (d->last_cycle_ns > d->max_cycle_ns)
-		d->max_cycle_ns = d->last_cycle_ns;
+		d->cyc.round++;
+	d->cyc.n++;
+	d->cyc.last_ns = msqd_now_ns() - t0;
+	if (d->cyc.last_ns > d->cyc.max_ns)
+		d->cyc.max_ns = d->cyc.last_ns;
 	/* Fast streams: about TARGET_PER_CYCLE a cycle; idle: back to the
 	 * configured interval. */
-	d->sleep_ns = msq_next_period(d->sleep_ns, total, moved, TARGET_PER_CYCLE, 1000000,
-				      d->conf.interval_ns);
+	d->cyc.sleep_ns = msq_next_period(d->cyc.sleep_ns, total, moved, TARGET_PER_CYCLE, 1000000,
+				      d->set.conf.interval_ns);
 	if (!whole)
-		d->sleep_ns = 1000000; /* the rest of the round, soon */
+		d->cyc.sleep_ns = 1000000; /* the rest of the round, soon */
 	return total;
 }

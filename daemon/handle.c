@@ -13,7 +13,7 @@
 
 #include "client.h"
 #include "cycle.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
@@ -71,7 +71,7 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 			reply_error(r, m->h.seq, rc);
 			return rc;
 		}
-		d->nshim++;
+		d->cl.nshim++;
 		c->counted = true;
 		w.flags = MSQ_WELCOME_DELEGATE;
 		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
@@ -92,8 +92,8 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 		res.status = rc;
 	else if ((rc = msqd_client_may_act(d, c)) < 0)
 		res.status = refused(d, c, rc);
-	else if (c->nr >= d->conf.max_regions_per_client ||
-		 c->bytes + m->length > d->conf.max_client_bytes || c->mem >= d->conf.max_client_memory)
+	else if (c->nr >= d->set.conf.max_regions_per_client ||
+		 c->bytes + m->length > d->set.conf.max_client_bytes || c->mem >= d->set.conf.max_client_memory)
 		res.status = -ENOSPC;
 	else
 		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
@@ -101,7 +101,7 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
 					     m->nprecached);
 	if (res.status < 0) {
-		d->refused_regions++;
+		d->cnt.refused_regions++;
 		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,
 			  (unsigned long long)m->start, (unsigned long long)m->length,
 			  strerror(-res.status));
@@ -167,7 +167,7 @@ static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg
 	const struct msqd_policy *p = c->cg->pol;
 	struct msq_msg_policy m = {
 		.mode = p->mode, .read = p->read, .lag = p->lag,
-		.interval_ns = d->conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
+		.interval_ns = d->set.conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
 	};
 
 	return reply_msg(r, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
@@ -198,7 +198,7 @@ static int on_read_report(struct msqd *d, struct msqd_client *c, const struct ms
 		return rc;
 	add_read(&c->read, m);
 	add_read(&c->cg->read, m);
-	add_read(&d->read_total, m);
+	add_read(&d->cnt.read, m);
 	return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 

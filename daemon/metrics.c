@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
@@ -18,7 +20,7 @@
 #include "../common/config.h"
 #include "../common/iec.h"
 #include "../common/kernel_switch.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "metrics.h"
 #include "refs.h"
 
@@ -103,7 +105,7 @@ static const char *comm_of(const struct msqd *d, pid_t pid, char *buf, size_t le
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%d/comm", d->proc_root, (int)pid);
+	snprintf(path, sizeof(path), "%s/%d/comm", d->set.proc_root, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
 	if (fd >= 0)
@@ -144,63 +146,63 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	put(&o, "madvseqd %s, pid %d, up %llus\n", MSQD_VERSION, (int)getpid(),
 	    (unsigned long long)((d->now_ns - d->started_ns) / 1000000000));
 	put(&o, "fidelity: %s (%s)\n", msqd_fidelity(d),
-	    d->refs_ok ? "pages mapped elsewhere, active or referenced through read() are kept"
+	    d->refs.ok ? "pages mapped elsewhere, active or referenced through read() are kept"
 		       : "no kpageflags: keeps pages cached before and pages still mapped after "
 			 "pageout; cannot see read() users");
 	put(&o, "kernel drop-behind: %s\n",
-	    d->kernel_state == 1 ? "on (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 1): MADV_SEQUENTIAL mappings of "
+	    d->ks.state == 1 ? "on (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 1): MADV_SEQUENTIAL mappings of "
 				   "page-cache files are left to the kernel, which is exact"
-	    : d->kernel_state == 0 ? "off (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 0)"
+	    : d->ks.state == 0 ? "off (" MSQ_KERNEL_DROPBEHIND_SYSCTL " = 0)"
 				   : "absent (a kernel without the libmadvseq patch series)");
-	if (d->kernel_state != 1) {
+	if (d->ks.state != 1) {
 		unsigned on = 0;
 
-		for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 			on += msqd_kernel_covers(d, g);
 		if (on)
 			put(&o, "  on through %s in %u cgroup%s (see below)\n", MSQ_KERNEL_DROPBEHIND_CGFILE,
 			    on, on == 1 ? "" : "s");
 	}
-	if (d->kernel_state == 1 || d->kernel_regions)
-		put(&o, "  regions left to the kernel: %llu\n", (unsigned long long)d->kernel_regions);
-	put(&o, "config: %s (%zu cgroup section%s)\n", d->conf.path ? d->conf.path : "(built-in)",
-	    d->conf.n, d->conf.n == 1 ? "" : "s");
-	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->nshim + d->ndiscovered,
-	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions);
-	if (d->nsnapping)
-		put(&o, "snapshots pending: %u region%s (not acted on until done)\n", d->nsnapping,
-		    d->nsnapping == 1 ? "" : "s");
-	if (d->nleftovers)
-		put(&o, "exit drops pending: %u region%s of exited programs\n", d->nleftovers,
-		    d->nleftovers == 1 ? "" : "s");
+	if (d->ks.state == 1 || d->cyc.kernel_regions)
+		put(&o, "  regions left to the kernel: %llu\n", (unsigned long long)d->cyc.kernel_regions);
+	put(&o, "config: %s (%zu cgroup section%s)\n", d->set.conf.path ? d->set.conf.path : "(built-in)",
+	    d->set.conf.n, d->set.conf.n == 1 ? "" : "s");
+	put(&o, "clients: %u (%u shim, %u discovered), regions: %llu\n", d->cl.nshim + d->cl.ndiscovered,
+	    d->cl.nshim, d->cl.ndiscovered, (unsigned long long)d->rg.n);
+	if (d->rg.nsnapping)
+		put(&o, "snapshots pending: %u region%s (not acted on until done)\n", d->rg.nsnapping,
+		    d->rg.nsnapping == 1 ? "" : "s");
+	if (d->xd.n)
+		put(&o, "exit drops pending: %u region%s of exited programs\n", d->xd.n,
+		    d->xd.n == 1 ? "" : "s");
 	put(&o, "cycles: %llu, last %.3f ms, max %.3f ms; protocol errors: %llu, regions refused: %llu\n",
-	    (unsigned long long)d->cycles, (double)d->last_cycle_ns / 1e6, (double)d->max_cycle_ns / 1e6,
-	    (unsigned long long)d->proto_errors, (unsigned long long)d->refused_regions);
+	    (unsigned long long)d->cyc.n, (double)d->cyc.last_ns / 1e6, (double)d->cyc.max_ns / 1e6,
+	    (unsigned long long)d->cnt.proto_errors, (unsigned long long)d->cnt.refused_regions);
 	put(&o, "refused: %llu connections (limits, identity), %llu clients (exec or credentials "
 		"since HELLO), %llu discovered processes (max_discovered); exit drops skipped: %llu "
 		"(no descriptor held: files are never opened by path)\n",
-	    (unsigned long long)d->refused_clients, (unsigned long long)d->denied_clients,
-	    (unsigned long long)d->discover_refused, (unsigned long long)d->exit_drops_skipped);
+	    (unsigned long long)d->srv.refused, (unsigned long long)d->cl.denied,
+	    (unsigned long long)d->disc.refused, (unsigned long long)d->xd.skipped);
 	{
 		unsigned ncg = 0;
 
-		for (struct msqd_cg *g = d->cgs; g; g = g->next)
+		for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 			ncg++;
 		put(&o, "cgroups: %u known, %llu removed ones forgotten\n", ncg,
-		    (unsigned long long)d->cgs_freed);
+		    (unsigned long long)d->cgs.freed);
 	}
 	put(&o, "discovery scans: %llu full, %llu started by a cgroup's page-cache intake\n",
-	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
+	    (unsigned long long)d->disc.scans, (unsigned long long)d->disc.triggered);
 	put(&o, "daemon: cpu %.3f s (%.3f s of it inside process_madvise: reclaim), rss %s\n", cpu,
-	    (double)d->advice_cpu_ns / 1e9, msq_format_iec(rss, a));
+	    (double)d->cyc.advice_cpu_ns / 1e9, msq_format_iec(rss, a));
 	put(&o, "dropped: %s, kept (strong references): %s; page flags read: %llu frames\n",
-	    msq_format_iec(d->dropped_total, a), msq_format_iec(d->kept_strong_total, b),
-	    (unsigned long long)d->kpageflags_reads);
+	    msq_format_iec(d->cnt.dropped, a), msq_format_iec(d->cnt.kept_strong, b),
+	    (unsigned long long)d->refs.flag_reads);
 	put(&o, "read() streams (the shims' own read paths, as they report): %llu files, %s streamed, "
 		"%s dropped behind, %s kept (cached before)\n",
-	    (unsigned long long)d->read_total.files, msq_format_iec(d->read_total.streamed, a),
-	    msq_format_iec(d->read_total.dropped, b), msq_format_iec(d->read_total.kept, e));
-	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+	    (unsigned long long)d->cnt.read.files, msq_format_iec(d->cnt.read.streamed, a),
+	    msq_format_iec(d->cnt.read.dropped, b), msq_format_iec(d->cnt.read.kept, e));
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
 		msqd_policy_format(g->pol, pol, sizeof(pol));
@@ -209,7 +211,7 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		    g->path, (int)g->layout, g->section ? g->section : "built-in", pol, g->clients,
 		    g->regions, msq_format_iec(g->dropped, a), msq_format_iec(g->kept_strong, b),
 		    msq_format_iec(g->kept_mapped, e), gate_name(g));
-		if (d->kernel_state != 1 && msqd_kernel_covers(d, g))
+		if (d->ks.state != 1 && msqd_kernel_covers(d, g))
 			put(&o, "  kernel drop-behind: on for this cgroup (%s = 1 here or above): "
 				"MADV_SEQUENTIAL mappings of page-cache files are left to the kernel\n",
 			    MSQ_KERNEL_DROPBEHIND_CGFILE);
@@ -223,7 +225,7 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 			put(&o, "  read() streams: %llu files, %s streamed, %s dropped behind, %s kept\n",
 			    (unsigned long long)g->read.files, msq_format_iec(g->read.streamed, a),
 			    msq_format_iec(g->read.dropped, b), msq_format_iec(g->read.kept, e));
-		for (struct msqd_client *c = d->clients; c; c = c->next) {
+		for (struct msqd_client *c = d->cl.list; c; c = c->next) {
 			uint64_t dr = 0, cy = 0, er = 0;
 			int last = 0;
 
@@ -304,9 +306,9 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 	put(&o, ",\"pid\":%d,\"uptime_seconds\":%llu,\"fidelity\":", (int)getpid(),
 	    (unsigned long long)((d->now_ns - d->started_ns) / 1000000000));
 	json_str(&o, msqd_fidelity(d));
-	put(&o, ",\"kernel_dropbehind\":%d,\"config\":", d->kernel_state < 0 ? -1 : d->kernel_state);
-	if (d->conf.path)
-		json_str(&o, d->conf.path);
+	put(&o, ",\"kernel_dropbehind\":%d,\"config\":", d->ks.state < 0 ? -1 : d->ks.state);
+	if (d->set.conf.path)
+		json_str(&o, d->set.conf.path);
 	else
 		put(&o, "null");
 	put(&o, ",\"clients\":{\"shim\":%u,\"discovered\":%u},\"regions\":%llu,"
@@ -315,13 +317,13 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 		"\"read_path\":{\"files\":%llu,\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,"
 		"\"kept_bytes\":%llu},"
 		"\"daemon_cpu_seconds\":%.3f,\"daemon_rss_bytes\":%llu,\n\"cgroups\":[",
-	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions, d->nleftovers,
-	    (unsigned long long)d->cycles, (unsigned long long)d->proto_errors,
-	    (unsigned long long)d->refused_regions, (unsigned long long)d->dropped_total,
-	    (unsigned long long)d->kept_strong_total, (unsigned long long)d->read_total.files,
-	    (unsigned long long)d->read_total.streamed, (unsigned long long)d->read_total.dropped,
-	    (unsigned long long)d->read_total.kept, cpu, (unsigned long long)rss);
-	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+	    d->cl.nshim, d->cl.ndiscovered, (unsigned long long)d->rg.n, d->xd.n,
+	    (unsigned long long)d->cyc.n, (unsigned long long)d->cnt.proto_errors,
+	    (unsigned long long)d->cnt.refused_regions, (unsigned long long)d->cnt.dropped,
+	    (unsigned long long)d->cnt.kept_strong, (unsigned long long)d->cnt.read.files,
+	    (unsigned long long)d->cnt.read.streamed, (unsigned long long)d->cnt.read.dropped,
+	    (unsigned long long)d->cnt.read.kept, cpu, (unsigned long long)rss);
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
 		put(&o, "%s\n{\"path\":", first ? "" : ",");
@@ -351,7 +353,7 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 	}
 	put(&o, "],\n\"streams\":[");
 	first = true;
-	for (struct msqd_client *c = d->clients; c; c = c->next) {
+	for (struct msqd_client *c = d->cl.list; c; c = c->next) {
 		if (c->ctl)
 			continue;
 		comm_of(d, c->pid, comm, sizeof(comm));
@@ -420,80 +422,80 @@ int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 	self_usage(&cpu, &rss);
 	prom_head(&o, "madvseq_clients", "gauge", "Processes whose memory madvseqd manages.");
 	put(&o, "madvseq_clients{kind=\"shim\"} %u\nmadvseq_clients{kind=\"discovered\"} %u\n",
-	    d->nshim, d->ndiscovered);
+	    d->cl.nshim, d->cl.ndiscovered);
 	prom_head(&o, "madvseq_regions", "gauge", "Managed MADV_SEQUENTIAL regions.");
-	put(&o, "madvseq_regions %llu\n", (unsigned long long)d->nregions);
+	put(&o, "madvseq_regions %llu\n", (unsigned long long)d->rg.n);
 	prom_head(&o, "madvseq_exit_drops_pending", "gauge",
 		  "Regions of exited programs whose cached pages are still to be dropped.");
-	put(&o, "madvseq_exit_drops_pending %u\n", d->nleftovers);
+	put(&o, "madvseq_exit_drops_pending %u\n", d->xd.n);
 	prom_head(&o, "madvseq_kernel_dropbehind", "gauge",
 		  "The kernel's own drop-behind switch: 1 on, 0 off, -1 absent.");
-	put(&o, "madvseq_kernel_dropbehind %d\n", d->kernel_state < 0 ? -1 : d->kernel_state);
+	put(&o, "madvseq_kernel_dropbehind %d\n", d->ks.state < 0 ? -1 : d->ks.state);
 	prom_head(&o, "madvseq_fidelity_info", "gauge", "The fidelity level in use (label level).");
 	put(&o, "madvseq_fidelity_info{level=\"%s\"} 1\n", msqd_fidelity(d));
 	prom_head(&o, "madvseq_cycles_total", "counter", "Management cycles run.");
-	put(&o, "madvseq_cycles_total %llu\n", (unsigned long long)d->cycles);
+	put(&o, "madvseq_cycles_total %llu\n", (unsigned long long)d->cyc.n);
 	prom_head(&o, "madvseq_cycle_seconds", "gauge", "Duration of management cycles (last, max).");
 	put(&o, "madvseq_cycle_seconds{stat=\"last\"} %.6f\nmadvseq_cycle_seconds{stat=\"max\"} %.6f\n",
-	    (double)d->last_cycle_ns / 1e9, (double)d->max_cycle_ns / 1e9);
+	    (double)d->cyc.last_ns / 1e9, (double)d->cyc.max_ns / 1e9);
 	prom_head(&o, "madvseq_protocol_errors_total", "counter", "Clients disconnected for breaking the protocol.");
-	put(&o, "madvseq_protocol_errors_total %llu\n", (unsigned long long)d->proto_errors);
+	put(&o, "madvseq_protocol_errors_total %llu\n", (unsigned long long)d->cnt.proto_errors);
 	prom_head(&o, "madvseq_regions_refused_total", "counter", "Registrations that /proc/PID/maps did not confirm.");
-	put(&o, "madvseq_regions_refused_total %llu\n", (unsigned long long)d->refused_regions);
+	put(&o, "madvseq_regions_refused_total %llu\n", (unsigned long long)d->cnt.refused_regions);
 	prom_head(&o, "madvseq_discovery_scans_total", "counter",
 		  "Discovery scans of smaps (reason: the periodic full scan, or a cgroup's page-cache intake).");
 	put(&o, "madvseq_discovery_scans_total{reason=\"periodic\"} %llu\n"
 		"madvseq_discovery_scans_total{reason=\"intake\"} %llu\n",
-	    (unsigned long long)d->discover_scans, (unsigned long long)d->discover_triggered);
+	    (unsigned long long)d->disc.scans, (unsigned long long)d->disc.triggered);
 	prom_head(&o, "madvseq_kpageflags_reads_total", "counter",
 		  "Page frames whose /proc/kpageflags entry the strong-reference check read.");
-	put(&o, "madvseq_kpageflags_reads_total %llu\n", (unsigned long long)d->kpageflags_reads);
+	put(&o, "madvseq_kpageflags_reads_total %llu\n", (unsigned long long)d->refs.flag_reads);
 	prom_head(&o, "madvseq_daemon_cpu_seconds_total", "counter", "CPU time used by madvseqd (user+system).");
 	put(&o, "madvseq_daemon_cpu_seconds_total %.3f\n", cpu);
 	prom_head(&o, "madvseq_daemon_advice_cpu_seconds_total", "counter",
 		  "CPU time madvseqd spent inside process_madvise: the reclaim MADV_PAGEOUT does in its context.");
-	put(&o, "madvseq_daemon_advice_cpu_seconds_total %.6f\n", (double)d->advice_cpu_ns / 1e9);
+	put(&o, "madvseq_daemon_advice_cpu_seconds_total %.6f\n", (double)d->cyc.advice_cpu_ns / 1e9);
 	prom_head(&o, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.");
 	put(&o, "madvseq_daemon_rss_bytes %llu\n", (unsigned long long)rss);
 	prom_head(&o, "madvseq_dropped_bytes_total", "counter",
 		  "Page cache bytes dropped behind readers, per cgroup: by madvseqd in mappings, plus "
 		  "what the shims' read paths report (madvseq_read_dropped_bytes_total).");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->clients || g->dropped || g->read.streamed)
 			put(&o, "madvseq_dropped_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
 			    (unsigned long long)(g->dropped + g->read.dropped));
 	prom_head(&o, "madvseq_read_streamed_bytes_total", "counter",
 		  "Bytes programs moved through read()/write() streams the shim manages, as the shims report, per cgroup.");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->read.streamed)
 			put(&o, "madvseq_read_streamed_bytes_total{cgroup=\"%s\"} %llu\n",
 			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.streamed);
 	prom_head(&o, "madvseq_read_dropped_bytes_total", "counter",
 		  "Bytes the shims' read paths advised away behind read()/write() streams, as they report, per cgroup.");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->read.streamed)
 			put(&o, "madvseq_read_dropped_bytes_total{cgroup=\"%s\"} %llu\n",
 			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.dropped);
 	prom_head(&o, "madvseq_read_kept_bytes_total", "counter",
 		  "Bytes the shims' read paths left cached because they were cached before, as they report, per cgroup.");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->read.streamed)
 			put(&o, "madvseq_read_kept_bytes_total{cgroup=\"%s\"} %llu\n",
 			    esc(g->path, e, sizeof(e)), (unsigned long long)g->read.kept);
 	prom_head(&o, "madvseq_kept_strong_bytes_total", "counter",
 		  "Bytes not dropped because kpageflags/kpagecount showed another user, per cgroup (counted at each check).");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->clients || g->dropped)
 			put(&o, "madvseq_kept_strong_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
 			    (unsigned long long)g->kept_strong);
 	prom_head(&o, "madvseq_kept_mapped_bytes_total", "counter",
 		  "Bytes still mapped after MADV_PAGEOUT (mapped by another process, dirty or locked), per cgroup.");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->clients || g->dropped)
 			put(&o, "madvseq_kept_mapped_bytes_total{cgroup=\"%s\"} %llu\n", esc(g->path, e, sizeof(e)),
 			    (unsigned long long)g->kept_mapped);
 	prom_head(&o, "madvseq_cgroup_gate_open", "gauge", "1 when the cgroup's pressure gate lets madvseqd act.");
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->clients)
 			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
 			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
@@ -512,9 +514,9 @@ void msqd_notify_status(struct msqd *d)
 		return;
 	snprintf(buf, sizeof(buf), "STATUS=%u clients (%u shim, %u discovered), %llu regions; "
 				   "dropped %s, kept %s (strong references)",
-		 d->nshim + d->ndiscovered, d->nshim, d->ndiscovered, (unsigned long long)d->nregions,
-		 msq_format_iec(d->dropped_total + d->read_total.dropped, a),
-		 msq_format_iec(d->kept_strong_total, b));
+		 d->cl.nshim + d->cl.ndiscovered, d->cl.nshim, d->cl.ndiscovered, (unsigned long long)d->rg.n,
+		 msq_format_iec(d->cnt.dropped + d->cnt.read.dropped, a),
+		 msq_format_iec(d->cnt.kept_strong, b));
 	if (!strcmp(buf, last) && d->now_ns - last_ns < 60 * 1000000000ull)
 		return;
 	last_ns = d->now_ns;

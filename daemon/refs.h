@@ -3,6 +3,9 @@
 #ifndef MSQD_REFS_H
 #define MSQD_REFS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "../common/extents.h"
 #include "../common/stream.h"
 
@@ -22,5 +25,14 @@ struct msqd_refs_check {
 int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop,
 		     void *arg);
 const char *msqd_fidelity(const struct msqd *d);
+
+/* The strong-reference check's state (refs.c). */
+struct msqd_refs {
+	bool ok;           /* kpageflags usable */
+	bool warned;
+	int kpageflags_fd;
+	uint64_t flag_reads; /* frames whose flags were read (cost) */
+	bool found_folios;   /* the last batch checked held large folios */
+};
 
 #endif

@@ -21,10 +21,11 @@
 
 #include "../common/fault.h"
 #include "client.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "handle.h"
 #include "log.h"
 #include "server.h"
+#include "util.h"
 
 /* Messages handled per wakeup of one client, so no client starves others. */
 #define MAX_BURST 64
@@ -54,10 +55,10 @@ int msqd_server_listen(struct msqd *d)
 	struct stat st;
 	int rc;
 
-	if (strlen(d->socket) >= sizeof(sa.sun_path))
+	if (strlen(d->set.socket) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, d->socket);
-	if ((rc = mkdir_parents(d->socket)) < 0)
+	strcpy(sa.sun_path, d->set.socket);
+	if ((rc = mkdir_parents(d->set.socket)) < 0)
 		return rc;
 	if (MSQ_FAULT("madvseq/daemon/socket/listen"))
 		return -EADDRINUSE;
@@ -66,21 +67,21 @@ int msqd_server_listen(struct msqd *d)
 		return -errno;
 	/* A socket file left by a daemon that was killed: remove it, unless a
 	 * daemon still answers there. */
-	if (lstat(d->socket, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (lstat(d->set.socket, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		_cleanup_close_ int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			return -EADDRINUSE;
-		unlink(d->socket);
+		unlink(d->set.socket);
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
 	/* Any user's shim may connect; what it may ask is checked per message. */
-	if (chmod(d->socket, 0666) < 0)
+	if (chmod(d->set.socket, 0666) < 0)
 		return -errno;
 	if (listen(fd, SOMAXCONN) < 0)
 		return -errno;
-	d->lfd = fd;
+	d->srv.lfd = fd;
 	fd = -1;
 	return 0;
 }
@@ -96,13 +97,13 @@ static const char *over_limit(const struct msqd *d, uid_t uid)
 	unsigned same = 0;
 
 	if (uid == 0)
-		return d->nclients >= d->conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
+		return d->cl.n >= d->set.conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
 									  : NULL;
-	if (d->nclients >= d->conf.max_clients)
+	if (d->cl.n >= d->set.conf.max_clients)
 		return "max_clients";
-	for (const struct msqd_client *c = d->clients; c; c = c->next)
+	for (const struct msqd_client *c = d->cl.list; c; c = c->next)
 		same += c->fd >= 0 && c->uid == uid;
-	return same >= d->conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
+	return same >= d->set.conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
 }
 
 /* Connections accepted per turn of the event loop.  Each costs an
@@ -123,20 +124,20 @@ void msqd_server_accept(struct msqd *d)
 
 		if (MSQ_FAULT("madvseq/daemon/socket/accept"))
 			return;
-		fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0) {
+		fd = accept4(d->srv.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->srv.spare_fd >= 0) {
 			/* Out of descriptors: a pending connection would keep the
 			 * listening socket readable forever.  Use the spare to
 			 * accept and refuse it (its shim carries on alone). */
-			if (!d->emfile_warned)
+			if (!d->srv.emfile_warned)
 				log_warn("out of file descriptors at %u clients: refusing new ones "
-					 "(raise LimitNOFILE)", d->nclients);
-			d->emfile_warned = true;
-			close(d->spare_fd);
-			fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+					 "(raise LimitNOFILE)", d->cl.n);
+			d->srv.emfile_warned = true;
+			close(d->srv.spare_fd);
+			fd = accept4(d->srv.lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0)
 				close(fd);
-			d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			d->srv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 			if (fd >= 0)
 				continue;
 			return;
@@ -151,17 +152,17 @@ void msqd_server_accept(struct msqd *d)
 			continue;
 		}
 		if ((why = over_limit(d, cr.uid))) {
-			d->refused_clients++;
-			if (!d->limit_warned)
+			d->srv.refused++;
+			if (!d->srv.limit_warned)
 				log_warn("uid %u: refusing clients (%s)", (unsigned)cr.uid, why);
-			d->limit_warned = true;
+			d->srv.limit_warned = true;
 			close(fd);
 			continue;
 		}
 		pidfd = msqd_peer_pidfd(fd, &cr);
 		if (pidfd < 0) {
 			log_debug("peer identity: %s", strerror(-pidfd));
-			d->refused_clients++;
+			d->srv.refused++;
 			close(fd);
 			continue;
 		}
@@ -273,7 +274,7 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 			 * client's fault; everything else is a protocol error. */
 			if (rc != -EPERM && rc != -ESRCH && rc != -EACCES && rc != -ENOENT) {
 				c->proto_errors++;
-				d->proto_errors++;
+				d->cnt.proto_errors++;
 				log_info("pid %d: %s; disconnecting it", (int)c->pid,
 					 rc == -EMSGSIZE ? "oversized message"
 					 : rc == -EBADMSG ? "malformed or truncated message"
@@ -298,9 +299,9 @@ static bool message_waiting(int fd)
 
 void msqd_server_timeouts(struct msqd *d)
 {
-	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+	for (struct msqd_client *c = d->cl.list, *next; c; c = next) {
 		next = c->next;
-		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns &&
+		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->set.conf.hello_timeout_ns &&
 		    !message_waiting(c->fd))
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
 		else if (c->closing_ns && d->now_ns >= c->closing_ns)
