@@ -188,6 +188,193 @@ static void raise_nofile(struct msqd *d)
 				      ? UINT32_MAX / 2 : (unsigned)(rl.rlim_cur / 2);
 }
 
+/*
+ * What the loop runs between events: each subsystem says when it is due
+ * next (UINT64_MAX: not at all now) and does its work when that time has
+ * come, in this order.  One that does not wake sets no timeout: it runs
+ * when something else woke the loop, and limits itself (a second between
+ * looks, say).  A new subsystem is one entry here and its module's step.
+ */
+struct subsystem {
+	const char *name;
+	bool wakes;
+	uint64_t (*next)(const struct msqd *d);
+	void (*run)(struct msqd *d);
+};
+
+/* Management cycles, only while there is something to manage. */
+static uint64_t cycle_next(const struct msqd *d)
+{
+	return d->rg.n ? d->cyc.next_ns : UINT64_MAX;
+}
+
+static void cycle_run(struct msqd *d)
+{
+	msqd_cycle(d);
+	d->now_ns = msqd_now_ns();
+	d->cyc.next_ns = d->now_ns + d->cyc.sleep_ns;
+}
+
+static uint64_t discover_next(const struct msqd *d)
+{
+	return msqd_conf_any_discover(&d->set.conf) ? d->disc.next_ns : UINT64_MAX;
+}
+
+static void discover_run(struct msqd *d)
+{
+	msqd_discover(d);
+	d->now_ns = msqd_now_ns();
+	/* (A scan cut short goes on at once.) */
+	d->disc.next_ns = d->disc.resume_pid ? d->now_ns : d->now_ns + d->set.conf.discover_interval_ns;
+}
+
+static uint64_t watch_next(const struct msqd *d)
+{
+	return msqd_conf_any_discover(&d->set.conf) && d->set.conf.discover_trigger
+		       ? d->disc.next_watch_ns : UINT64_MAX;
+}
+
+static void watch_run(struct msqd *d)
+{
+	uint64_t wait = msqd_discover_watch(d);
+
+	d->now_ns = msqd_now_ns();
+	d->disc.next_watch_ns = d->now_ns + wait;
+}
+
+static uint64_t every_turn(const struct msqd *d)
+{
+	return 0;
+}
+
+/* (At most once a second; a status request wakes an idle daemon, and the
+ * one after it no longer lists the cgroup.) */
+static void reap_run(struct msqd *d)
+{
+	msqd_cg_reap(d);
+}
+
+/* The clients' timeouts, only while there are clients. */
+#define TIMEOUTS_NS (200 * UINT64_C(1000000))
+
+static uint64_t timeouts_next(const struct msqd *d)
+{
+	return d->cl.list ? d->srv.next_timeouts_ns : UINT64_MAX;
+}
+
+static void timeouts_run(struct msqd *d)
+{
+	msqd_server_timeouts(d);
+	d->srv.next_timeouts_ns = d->now_ns + TIMEOUTS_NS;
+}
+
+/* File walks (snapshots, exit drops), a slice at a time: clients keep
+ * their answers and streams their cycles while many programs exit at once
+ * or a client maps terabytes.  Due at once while any is pending. */
+static uint64_t walks_next(const struct msqd *d)
+{
+	return d->xd.queue || d->rg.nsnapping ? 0 : UINT64_MAX;
+}
+
+static void walks_run(struct msqd *d)
+{
+	uint64_t until = msqd_now_ns() + d->set.conf.walk_budget_ns;
+
+	if (!msqd_snapshots(d, until))
+		msqd_exit_drops(d, until);
+}
+
+static void notify_run(struct msqd *d)
+{
+	msqd_notify_status(d);
+}
+
+static const struct subsystem subsystems[] = {
+	{ "cycle", true, cycle_next, cycle_run },
+	{ "discover", true, discover_next, discover_run },
+	{ "discover-watch", true, watch_next, watch_run },
+	{ "cgroup-reap", false, every_turn, reap_run },
+	{ "timeouts", true, timeouts_next, timeouts_run },
+	{ "walks", true, walks_next, walks_run },
+	{ "notify", false, every_turn, notify_run },
+};
+
+/* The epoll_wait timeout in ms until the first subsystem that wakes is
+ * due; -1: none is.  An idle daemon sleeps until a client or the
+ * discovery watch needs it. */
+static int loop_timeout(const struct msqd *d)
+{
+	uint64_t wake = UINT64_MAX;
+
+	for (size_t i = 0; i < sizeof(subsystems) / sizeof(subsystems[0]); i++) {
+		uint64_t t = subsystems[i].wakes ? subsystems[i].next(d) : UINT64_MAX;
+
+		if (t < wake)
+			wake = t;
+	}
+	return wake == UINT64_MAX ? -1
+	       : wake > d->now_ns ? (int)((wake - d->now_ns + 999999) / 1000000) : 0;
+}
+
+/* The event loop, until a signal ends it (or epoll fails). */
+static void run(struct msqd *d, const char *socket_arg, int level_arg, struct msqd_watch *listen_watch)
+{
+	for (;;) {
+		struct epoll_event ev[64];
+		int n;
+
+		d->now_ns = msqd_now_ns();
+		n = epoll_wait(d->srv.epfd, ev, 64, loop_timeout(d));
+		if (n < 0 && errno != EINTR) {
+			log_err("epoll_wait: %s", strerror(errno));
+			return;
+		}
+		d->now_ns = msqd_now_ns();
+		for (int i = 0; i < n; i++) {
+			struct msqd_watch *w = ev[i].data.ptr;
+
+			switch (w->kind) {
+			case MSQD_W_LISTEN:
+				msqd_server_accept(d);
+				break;
+			case MSQD_W_SIGNAL: {
+				struct signalfd_siginfo si;
+
+				while (read(d->srv.sigfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						reload(d, socket_arg, level_arg);
+					} else {
+						log_info("signal %d: exiting", (int)si.ssi_signo);
+						return;
+					}
+				}
+				break;
+			}
+			case MSQD_W_SOCK:
+			case MSQD_W_PIDFD:
+				/* One event per client per round: a drop by one event
+				 * must not leave the other pointing at freed memory. */
+				for (int j = i + 1; j < n; j++) {
+					struct msqd_watch *o = ev[j].data.ptr;
+
+					if ((o->kind == MSQD_W_SOCK || o->kind == MSQD_W_PIDFD) && o->c == w->c)
+						ev[j].data.ptr = listen_watch; /* handled below as accept: harmless */
+				}
+				if (w->kind == MSQD_W_PIDFD)
+					msqd_client_drop(d, w->c, "exited");
+				else
+					msqd_server_readable(d, w->c);
+				break;
+			}
+		}
+		for (size_t i = 0; i < sizeof(subsystems) / sizeof(subsystems[0]); i++) {
+			d->now_ns = msqd_now_ns();
+			if (d->now_ns >= subsystems[i].next(d))
+				subsystems[i].run(d);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -212,7 +399,6 @@ int main(int argc, char **argv)
 	int level_arg = -1, opt, rc;
 	long resolve = 0; /* 0: not asked */
 	sigset_t mask;
-	uint64_t next_timeouts = 0;
 
 	msqd_log_init("madvseqd");
 	while ((opt = getopt_long(argc, argv, "c:s:l:hV", opts, NULL)) != -1) {
@@ -306,109 +492,7 @@ int main(int argc, char **argv)
 		 d.set.config_path, d.set.conf.n);
 	sd_notifyf(0, "READY=1\nSTATUS=listening on %s\nMAINPID=%d", d.set.socket, (int)getpid());
 
-	for (;;) {
-		struct epoll_event ev[64];
-		/* Cycles only while there is something to manage, and the
-		 * client timeouts only while there are clients: an idle daemon
-		 * sleeps until a client or the discovery watch needs it. */
-		uint64_t wake = d.rg.n ? d.cyc.next_ns : UINT64_MAX;
-		int timeout, n;
-
-		if (d.cl.list && next_timeouts < wake)
-			wake = next_timeouts;
-		if (msqd_conf_any_discover(&d.set.conf)) {
-			if (d.disc.next_ns < wake)
-				wake = d.disc.next_ns;
-			if (d.set.conf.discover_trigger && d.disc.next_watch_ns < wake)
-				wake = d.disc.next_watch_ns;
-		}
-		d.now_ns = msqd_now_ns();
-		timeout = wake == UINT64_MAX ? -1
-			  : wake > d.now_ns ? (int)((wake - d.now_ns + 999999) / 1000000) : 0;
-		if (d.xd.queue || d.rg.nsnapping)
-			timeout = 0; /* walks to go on with */
-		n = epoll_wait(d.srv.epfd, ev, 64, timeout);
-		if (n < 0 && errno != EINTR) {
-			log_err("epoll_wait: %s", strerror(errno));
-			break;
-		}
-		d.now_ns = msqd_now_ns();
-		for (int i = 0; i < n; i++) {
-			struct msqd_watch *w = ev[i].data.ptr;
-
-			switch (w->kind) {
-			case MSQD_W_LISTEN:
-				msqd_server_accept(&d);
-				break;
-			case MSQD_W_SIGNAL: {
-				struct signalfd_siginfo si;
-
-				while (read(d.srv.sigfd, &si, sizeof(si)) == sizeof(si)) {
-					if (si.ssi_signo == SIGHUP) {
-						reload(&d, socket_arg, level_arg);
-					} else {
-						log_info("signal %d: exiting", (int)si.ssi_signo);
-						goto out;
-					}
-				}
-				break;
-			}
-			case MSQD_W_SOCK:
-			case MSQD_W_PIDFD:
-				/* One event per client per round: a drop by one event
-				 * must not leave the other pointing at freed memory. */
-				for (int j = i + 1; j < n; j++) {
-					struct msqd_watch *o = ev[j].data.ptr;
-
-					if ((o->kind == MSQD_W_SOCK || o->kind == MSQD_W_PIDFD) && o->c == w->c)
-						ev[j].data.ptr = &wl; /* handled below as accept: harmless */
-				}
-				if (w->kind == MSQD_W_PIDFD)
-					msqd_client_drop(&d, w->c, "exited");
-				else
-					msqd_server_readable(&d, w->c);
-				break;
-			}
-		}
-		d.now_ns = msqd_now_ns();
-		if (d.now_ns >= d.cyc.next_ns && d.rg.n) {
-			msqd_cycle(&d);
-			d.now_ns = msqd_now_ns();
-			d.cyc.next_ns = d.now_ns + d.cyc.sleep_ns;
-		}
-		if (msqd_conf_any_discover(&d.set.conf) && d.now_ns >= d.disc.next_ns) {
-			msqd_discover(&d);
-			d.now_ns = msqd_now_ns();
-			/* (A scan cut short goes on at once.) */
-			d.disc.next_ns = d.disc.resume_pid ? d.now_ns
-							       : d.now_ns + d.set.conf.discover_interval_ns;
-		}
-		if (msqd_conf_any_discover(&d.set.conf) && d.set.conf.discover_trigger &&
-		    d.now_ns >= d.disc.next_watch_ns) {
-			uint64_t wait = msqd_discover_watch(&d);
-
-			d.now_ns = msqd_now_ns();
-			d.disc.next_watch_ns = d.now_ns + wait;
-		}
-		/* (At most once a second; a status request wakes an idle
-		 * daemon, and the one after it no longer lists the cgroup.) */
-		msqd_cg_reap(&d);
-		if (d.now_ns >= next_timeouts) {
-			msqd_server_timeouts(&d);
-			next_timeouts = d.now_ns + 200 * 1000000ull;
-		}
-		/* File walks (snapshots, exit drops), a slice at a time:
-		 * clients keep their answers and streams their cycles while
-		 * many programs exit at once or a client maps terabytes. */
-		{
-			uint64_t until = msqd_now_ns() + d.set.conf.walk_budget_ns;
-
-			if (!msqd_snapshots(&d, until))
-				msqd_exit_drops(&d, until);
-		}
-		msqd_notify_status(&d);
-	}
-out:
+	run(&d, socket_arg, level_arg, &wl);
 	sd_notify(0, "STOPPING=1");
 	while (d.cl.list)
 		msqd_client_drop(&d, d.cl.list, "daemon exiting");

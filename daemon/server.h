@@ -28,6 +28,7 @@ struct msqd_server {
 	int spare_fd;        /* reserved for refusing clients when out of fds */
 	bool emfile_warned, limit_warned;
 	uint64_t refused;    /* connections refused: limits, identity */
+	uint64_t next_timeouts_ns; /* the next look at the clients' timeouts */
 };
 
 #endif
