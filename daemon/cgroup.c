@@ -18,7 +18,7 @@
  * in *fd: opened on first use, and closed when a read fails (the cgroup
  * went away), to be opened again by path next time.  A watch reads its
  * files fifty times a second; looking their paths up each time was a
- * quarter of an idle daemon's CPU.  Returns length or -errno. */
+ * large share of an idle daemon's CPU.  Returns length or -errno. */
 static ssize_t read_kept(const char *path, int *fd, char *buf, size_t len)
 {
 	ssize_t n;

@@ -46,9 +46,9 @@
 #define SCAN_SLICE_NS (UINT64_C(10) * 1000 * 1000)
 /* The watch slows down after this many looks saw no counter move... */
 #define QUIET_WATCHES 5
-/* ...to this many times discover_watch: a look costs about 10 us, and a
- * stream from a warm disk reads 300 MiB in the 100 ms a factor of 5 gave,
- * a third of a 1 GiB cgroup before the scan starts. */
+/* ...to this many times discover_watch: a look is cheap, and a longer
+ * pause lets a fast stream fill much of its cgroup before the scan
+ * starts (tests/bench/RESULTS.md). */
 #define QUIET_FACTOR 2
 
 struct sr_vma {

@@ -13,7 +13,8 @@
  * MADV_PAGEOUT.
  *
  * Cost.  Reading kpageflags costs the kernel a copy of the page's struct
- * per frame, and was half of the daemon's CPU time at 1.5 GB/s.  But
+ * per frame, a large part of the daemon's CPU time on a fast stream
+ * (tests/bench/RESULTS.md).  But
  * flags and reclaim are per folio, and files on filesystems with large
  * folios are cached (and often PMD-mapped) in folios of up to 2 MiB.  A
  * run of pages at consecutive frames from a frame aligned to 2^k is one

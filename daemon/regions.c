@@ -76,8 +76,8 @@ static int on_vma(const struct msq_vma *v, void *arg)
  * mark would start the next read-ahead, whose pages come in after the
  * walk and stay), its residency read into a vector
  * (mincore, which tells the truth to a privileged caller but costs a
- * page-cache lookup per page, 25 ms for 2 GiB: not needed where cachestat
- * counted every page), fn called, and unmapped.
+ * page-cache lookup per page: not needed where cachestat counted every
+ * page), fn called, and unmapped.
  * Stops at a window that cannot be mapped.  Returns 0, fn's first error,
  * or -errno.
  */
@@ -254,8 +254,8 @@ void msqd_region_free(struct msqd *d, struct msqd_region *r)
  * of each of its readers: pages within READ_AHEAD_REACH after a run of
  * mapped pages count as its own, not as cached before.  Best effort.
  *
- * The walk costs a cachestat per window of the mapping (0.4 s for 60 TiB
- * of sparse file), so it is done in slices (msqd_snapshots, walk_budget
+ * The walk costs a cachestat per window of the mapping (a huge sparse
+ * file takes long), so it is done in slices (msqd_snapshots, walk_budget
  * per turn of the event loop) and the region is not acted on until its
  * snapshot is done.  Here: the start.
  */

@@ -109,8 +109,9 @@ static const char *over_limit(const struct msqd *d, uid_t uid)
 /* Connections accepted per turn of the event loop.  Each costs an
  * identity check, which without SO_PEERPIDFD (before 6.5) reads the
  * peer's /proc/PID/fd: a thousand connections from one process, taken in
- * one turn, kept the first one's WELCOME back for over 10 s in an
- * emulated 6.1 guest.  The listening socket stays readable: the rest
+ * one turn, kept the first one's WELCOME back for seconds on a kernel
+ * without it (tests/bench/RESULTS.md).  The listening socket stays
+ * readable: the rest
  * come next turn, after what the accepted ones said is answered. */
 #define ACCEPT_BATCH 16
 
