@@ -8,7 +8,7 @@
  * runs management cycles (cycle.c) and exit drops (exitdrop.c) under each
  * cgroup's policy and pressure gate (cgroup.c); rescans processes of
  * discover = yes cgroups (discover.c) and answers status queries
- * (metrics.c, whose counters are listed once in counters.def).
+ * (metrics.c, whose counters are listed once, in its table).
  */
 #ifndef MSQD_MSQD_H
 #define MSQD_MSQD_H
