@@ -27,6 +27,7 @@
 #include "msqd.h"
 #include "discover.h"
 #include "exitdrop.h"
+#include "hostns.h"
 #include "log.h"
 #include "kubepods.h"
 #include "metrics.h"
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 		"      --resolve PID       print PID's cgroup, its policy and pressure, then exit\n"
 		"      --proc-root DIR     where /proc is (tests)\n"
 		"      --cgroup-root DIR   where cgroupfs is (default /sys/fs/cgroup)\n"
+		"      --own-cgroupns      do not enter PID 1's cgroup namespace (tests)\n"
 		"  -h, --help              this text\n"
 		"  -V, --version           version\n");
 }
@@ -393,6 +395,7 @@ int main(int argc, char **argv)
 		{ "resolve", required_argument, NULL, 'R' },
 		{ "proc-root", required_argument, NULL, 'P' },
 		{ "cgroup-root", required_argument, NULL, 'G' },
+		{ "own-cgroupns", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -405,6 +408,7 @@ int main(int argc, char **argv)
 	const char *socket_arg = NULL, *check = NULL;
 	struct msqd_watch wl = { MSQD_W_LISTEN, NULL }, ws = { MSQD_W_SIGNAL, NULL };
 	int level_arg = -1, opt, rc;
+	bool own_cgroupns = false;
 	long resolve = 0; /* 0: not asked */
 	sigset_t mask;
 
@@ -435,6 +439,7 @@ int main(int argc, char **argv)
 			break;
 		case 'P': d.set.proc_root = optarg; break;
 		case 'G': d.set.cg_root = optarg; break;
+		case 'N': own_cgroupns = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("madvseqd %s (protocol %d)\n", MSQD_VERSION, MSQ_PROTO_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -460,6 +465,7 @@ int main(int argc, char **argv)
 	if (load_config(&d, &d.set.conf) < 0)
 		return 1;
 	apply_daemon_settings(&d, socket_arg, level_arg);
+	msqd_hostns_enter(d.set.proc_root, own_cgroupns); /* before any cgroup is read */
 	if (resolve > 0) {
 		rc = resolve_pid(&d, (pid_t)resolve);
 		msqd_conf_free(&d.set.conf);
