@@ -12,7 +12,7 @@
 #include "../common/client.h"
 #include "helper.h"
 
-char *msq_daemon_status_json(const char *sock)
+char *msq_query_daemon_status(const char *sock)
 {
 	static char buf[MSQ_MSG_MAX];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

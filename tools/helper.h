@@ -20,6 +20,6 @@ int msq_cmd_stat(int argc, char **argv);
 
 /* Asks the daemon at sock for its status in JSON (daemon_query.c).
  * Returns a malloc'd NUL-terminated text, or NULL with errno set. */
-char *msq_daemon_status_json(const char *sock);
+char *msq_query_daemon_status(const char *sock);
 
 #endif

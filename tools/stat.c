@@ -182,7 +182,7 @@ int msq_cmd_stat(int argc, char **argv)
 	}
 	/* No daemon, or not allowed to ask it (status is for root): the
 	 * page-cache view alone. */
-	daemon = msq_daemon_status_json(sock);
+	daemon = msq_query_daemon_status(sock);
 	if (json)
 		printf("{\"daemon\":%s,\"files\":[\n", daemon ? "true" : "false");
 	for (int i = optind; i < argc; i++) {
