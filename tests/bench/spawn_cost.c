@@ -12,10 +12,11 @@
  * time, and its difference from plain.
  *
  * With -p, each variant also runs this program itself in probe mode, which
- * reports what the process looks like at the end of main(): its threads,
- * its open descriptors beyond stdin/stdout/stderr, and its private dirty
- * memory (smaps_rollup) -- the library must start no thread, open nothing
- * and dirty as few pages as it can until it has work.
+ * reports, with raw system calls that no library sees, what the process
+ * looks like at the end of main(): its threads, its open descriptors beyond
+ * stdin/stdout/stderr, and its private dirty memory (smaps_rollup) -- the
+ * library must start no thread, open nothing and dirty as few pages as it
+ * can until it has work.
  *
  * Usage: spawn_cost [-n spawns] [-r rounds] [-p] [-c PROGRAM] NAME=PATH...
  * Output: one line per variant:
@@ -24,7 +25,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,39 +64,58 @@ static void die(const char *what)
 	exit(2);
 }
 
-/* The probe: what this process holds at the end of main(). */
-static long status_field(const char *file, const char *key)
+/* The probe: what this process holds at the end of main().  Raw system
+ * calls only, so that a preloaded library sees no call it wraps: the probe
+ * must not wake what it measures. */
+static long raw_read_file(const char *path, char *buf, size_t len)
 {
-	char line[256];
-	long v = -1;
-	FILE *f = fopen(file, "r");
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC), n, got = 0;
 
-	if (!f)
+	if (fd < 0)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, strlen(key))) {
-			v = strtol(line + strlen(key), NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
+	while (got < (long)len - 1 && (n = syscall(SYS_read, fd, buf + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	syscall(SYS_close, fd);
+	buf[got] = '\0';
+	return got;
+}
+
+static long field(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
 static int probe(void)
 {
-	long threads = status_field("/proc/self/status", "Threads:");
-	long dirty = status_field("/proc/self/smaps_rollup", "Private_Dirty:");
-	long fds = 0;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
+	static char buf[1 << 16];
+	char out[128];
+	long threads, dirty, fds = 0, n;
+	long dfd;
 
-	if (!d)
-		die("/proc/self/fd");
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d))
-			fds++;
-	closedir(d);
-	printf("%ld %ld %ld\n", threads, fds, dirty);
+	if (raw_read_file("/proc/self/status", buf, sizeof(buf)) < 0)
+		return 1;
+	threads = field(buf, "Threads:");
+	if (raw_read_file("/proc/self/smaps_rollup", buf, sizeof(buf)) < 0)
+		return 1;
+	dirty = field(buf, "Private_Dirty:");
+	/* Descriptors beyond 0-2, other than the listing's own. */
+	dfd = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 1;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type;
+				 char name[]; } *e = (void *)(buf + off);
+
+			if (e->name[0] != '.' && atol(e->name) > 2 && atol(e->name) != dfd)
+				fds++;
+			off += e->reclen;
+		}
+	syscall(SYS_close, dfd);
+	n = snprintf(out, sizeof(out), "%ld %ld %ld\n", threads, fds, dirty);
+	syscall(SYS_write, 1, out, (size_t)n);
 	return 0;
 }
 
@@ -136,7 +156,7 @@ static void run_probe(struct variant *v, const char *self)
 	int p[2];
 	ssize_t n;
 
-	if (pipe(p) < 0)
+	if (pipe2(p, O_CLOEXEC) < 0)
 		die("pipe");
 	spawn_wait(self, argv, make_env(v, envs), p[1]);
 	close(p[1]);
