@@ -13,6 +13,8 @@ pkgs=(build-essential meson ninja-build pkg-config
       # the libFuzzer harnesses (tests/fuzz); strace for the daemon attack tests;
       # mandoc for the man pages' lint (tools-man-lint)
       clang libclang-rt-dev strace mandoc
+      # promtool checks the daemon's Prometheus output (kubepods-metrics)
+      prometheus
       "$@")
 missing=()
 for p in "${pkgs[@]}"; do
