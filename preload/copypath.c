@@ -16,6 +16,7 @@
 #include "fdstream.h"
 #include "fdtable.h"
 #include "real.h"
+#include "shim.h"
 
 #define CALL MSQ_REAL
 

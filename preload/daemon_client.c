@@ -18,8 +18,9 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "env.h"
-#include "readpath.h"
+#include "log.h"
 #include "regions.h"
+#include "self.h"
 
 /* Away from the numbers programs use (the pagemap descriptor sits at 512). */
 #define HIGH_FD 520
@@ -67,11 +68,12 @@ static struct {
 	int32_t answer_status[ANSWERED]; /* and their status (0 for POLICY) */
 	unsigned nanswered;
 	uint32_t policy_seq;
-	bool policy_asked, policy_known, read_from_env;
-	struct msq_read_totals reported; /* the read path's totals as last sent */
+	bool policy_asked, policy_known;
+	struct msq_daemon_totals reported; /* the read path's totals as last sent */
+	struct msq_daemon_hooks hooks;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
-void msq_daemon_init(void)
+void msq_daemon_init(const struct msq_daemon_hooks *hooks)
 {
 	const char *p = msq_env("MADVSEQ_SOCKET");
 	bool on = true;
@@ -80,7 +82,7 @@ void msq_daemon_init(void)
 	if (v && msq_parse_bool(v, &on) < 0)
 		msq_warn("MADVSEQ_DAEMON='%s' is not a boolean (yes or no); using 1", v);
 	g.disabled = !on;
-	g.read_from_env = msq_env("MADVSEQ_READ") != NULL;
+	g.hooks = *hooks;
 	if (!p)
 		p = MSQ_DEFAULT_SOCKET;
 	if (strlen(p) >= sizeof(g.path)) {
@@ -231,18 +233,12 @@ static void try_connect(void)
 		g.policy_seq = g.seq;
 }
 
-/* The cgroup's policy for the read path, which the shim runs itself:
- * the program's own MADVSEQ_READ wins. */
+/* The cgroup's policy for the read path, which the shim runs itself. */
 static void apply_policy(const struct msq_msg_policy *p)
 {
 	if (p->read > MSQ_READ_ALL)
 		return;
-	if (g.read_from_env) {
-		msq_debug("madvseqd policy read=%s: MADVSEQ_READ is set, which wins",
-			  msq_read_mode_name((enum msq_read_mode)p->read));
-		return;
-	}
-	msq_readpath_set_mode((enum msq_read_mode)p->read);
+	g.hooks.read_policy((enum msq_read_mode)p->read);
 }
 
 static struct entry *find_seq(uint32_t seq)
@@ -402,7 +398,7 @@ static bool connected(bool may_connect)
 
 /* Locked, connection ready: sends what the read path did since the last
  * report, if anything; returns the report's seq, or 0. */
-static bool nothing_to_report(const struct msq_read_totals *t)
+static bool nothing_to_report(const struct msq_daemon_totals *t)
 {
 	return t->files == g.reported.files && t->streamed == g.reported.streamed &&
 	       t->dropped == g.reported.dropped && t->kept == g.reported.kept;
@@ -410,10 +406,10 @@ static bool nothing_to_report(const struct msq_read_totals *t)
 
 static uint32_t send_read_report(void)
 {
-	struct msq_read_totals t;
+	struct msq_daemon_totals t;
 	struct msq_msg_read_report m;
 
-	msq_readpath_totals(&t);
+	g.hooks.totals(&t);
 	if (nothing_to_report(&t))
 		return 0;
 	m = (struct msq_msg_read_report){
@@ -592,14 +588,14 @@ static bool await_ready(uint64_t conn, uint64_t wait_ns)
 
 void msq_daemon_report_at_exit(void)
 {
-	struct msq_read_totals t;
+	struct msq_daemon_totals t;
 	uint64_t conn;
 	uint32_t seq = 0;
 	bool fresh = false;
 
 	if (g.disabled)
 		return;
-	msq_readpath_totals(&t);
+	g.hooks.totals(&t);
 	if (nothing_to_report(&t))
 		return;
 	pthread_mutex_lock(&g.lock);

@@ -28,11 +28,31 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "locks.h"
-#include "shim.h"
+#include <madvseq/policy.h>
 
-/* From init(): reads MADVSEQ_SOCKET and MADVSEQ_DAEMON (0: never connect). */
-void msq_daemon_init(void) MSQ_HIDDEN;
+#include "defs.h"
+#include "locks.h"
+
+/*
+ * The client is transport only: what the daemon's answers mean to the
+ * read path, and what the read path reports, reach it through these
+ * hooks, handed over at init.
+ */
+struct msq_daemon_totals {
+	uint64_t files, streamed, dropped, kept;
+};
+struct msq_daemon_hooks {
+	/* The read = key of the cgroup's policy (a valid mode), with the
+	 * client lock held, on the thread that read the answer (the engine
+	 * thread, or one in posix_fadvise, msq_daemon_ask_policy). */
+	void (*read_policy)(enum msq_read_mode m);
+	/* What the read path did so far, for its report: lock-free and
+	 * allocation-free (called with or without the client lock). */
+	void (*totals)(struct msq_daemon_totals *t);
+};
+/* From init(): reads MADVSEQ_SOCKET and MADVSEQ_DAEMON (0: never connect)
+ * and keeps a copy of *hooks. */
+void msq_daemon_init(const struct msq_daemon_hooks *hooks) MSQ_HIDDEN;
 /* Lock-free: the daemon welcomed us and the connection stands; regions
  * marked delegated are its work only while this is true. */
 bool msq_daemon_ready(void) MSQ_HIDDEN;
@@ -58,8 +78,8 @@ bool msq_daemon_release_all(void) MSQ_HIDDEN;
 void msq_daemon_report_at_exit(void) MSQ_HIDDEN;
 /* The read path is about to manage its first advised file: once per
  * process, connects (if it is not yet) and waits briefly (20 ms) for the
- * cgroup's policy, whose read = key then applies unless MADVSEQ_READ is
- * set.  Only from posix_fadvise: never from read() or write(). */
+ * cgroup's policy (its read = key goes to the read_policy hook).  Only
+ * from posix_fadvise: never from read() or write(). */
 void msq_daemon_ask_policy(void) MSQ_HIDDEN;
 /* Fork: the client lock around fork; the child's connection is not the
  * parent's. */

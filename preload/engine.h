@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 
+#include "defs.h"
 #include "regions.h"
-#include "shim.h"
 
 /* Starts the thread unless running.  Call with the table lock held. */
 void msq_engine_start(void) MSQ_HIDDEN;
@@ -41,9 +41,26 @@ struct msq_handover {
 void msq_engine_retire_handing_over(struct msq_region *part, void *handover) MSQ_HIDDEN;
 void msq_engine_handover_end(struct msq_handover *h, bool daemon_took) MSQ_HIDDEN;
 /* In _exit: drops what the regions mapped, with syscalls only (no
- * allocation; the table lock only if it can be had within a few ms). */
+ * allocation; the table lock only if it can be had within a few ms, and
+ * then left held: the process ends). */
 void msq_engine_exit_flush(void) MSQ_HIDDEN;
-/* At exit: stops the engine, flushes remaining regions, reports. */
-void msq_engine_shutdown(void) MSQ_HIDDEN;
+/*
+ * At exit (shim.c runs the sequence): msq_engine_stop() tells the thread
+ * to stop, taking the table lock for at most MSQ_SHUTDOWN_LOCK_NS (exit()
+ * may come from a signal handler that interrupted a holder of the lock on
+ * this very thread), and says whether it got it; after the daemon's final
+ * drop of its regions, msq_engine_retire_all() (only if stop got the lock)
+ * makes the final drop of every region still tracked, of the daemon's
+ * ones too unless daemon_took, and accounts them.
+ */
+bool msq_engine_stop(void) MSQ_HIDDEN;
+void msq_engine_retire_all(bool daemon_took) MSQ_HIDDEN;
+/* The totals of the regions no longer tracked (the stats file). */
+struct msq_engine_totals {
+	uint64_t regions, dropped, kept, cycles, errors;
+};
+void msq_engine_totals(struct msq_engine_totals *t) MSQ_HIDDEN;
+/* In a fork child: no engine thread; its pagemap and totals its own. */
+void msq_engine_atfork_child(void) MSQ_HIDDEN;
 
 #endif

@@ -17,7 +17,9 @@
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "locks.h"
-#include "readpath.h"
+#include "log.h"
+#include "self.h"
+#include "settings.h"
 
 /* Where the pagemap descriptor goes, away from the numbers programs use. */
 #define HIGH_FD 512
@@ -32,9 +34,7 @@ static bool g_eng_ready, g_running, g_stopping;
  * moves a gigabyte a second, and its first cycle must not wait. */
 static pthread_cond_t g_kick_cond;
 static bool g_kick, g_kick_cond_ready;
-static struct {
-	uint64_t regions, dropped, kept, cycles, errors;
-} g_done; /* totals of regions no longer tracked */
+static struct msq_engine_totals g_done; /* totals of regions no longer tracked */
 
 static int ensure_pagemap(void)
 {
@@ -255,101 +255,10 @@ void msq_engine_start(void)
 	g_running = true;
 }
 
-/*
- * MADVSEQ_STATS: one small file per process.  Raw syscalls only, no
- * allocation: this also runs at _exit.  ("%p" in the name becomes the
- * pid: one file per process of a tree.)
- */
-static bool g_fork_child; /* a fork child: writes stats only if it did something */
-
-static void write_file_line(const char *name, const struct msq_file_counts *c, void *arg)
+bool msq_engine_stop(void)
 {
-	char line[256];
-	int n = snprintf(line, sizeof(line), "file=%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n",
-			 c->streamed, c->dropped, c->kept, c->written, name);
+	bool locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS);
 
-	if (n > 0)
-		msq_sys_write_all(*(int *)arg, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
-/*
- * Opens the stats file for writing, or refuses it with one warning.  The
- * name comes from the environment, possibly under a directory others may
- * write (/tmp/s.%p): no final symlink is followed (O_NOFOLLOW), a FIFO
- * does not block the exit (O_NONBLOCK), and an existing file must be a
- * regular file that the process's real user owns, so that no one makes
- * the process overwrite a file of theirs, or of root's.  Truncated only
- * once it passed those checks.
- */
-static int open_stats_file(const char *path)
-{
-	struct stat st;
-	int fd = msq_sys_creat(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-			       0644);
-
-	if (fd < 0) {
-		msq_warn("MADVSEQ_STATS: cannot write %s: error %d%s", path, -fd,
-			 fd == -ELOOP ? " (a symbolic link: not followed)" : "");
-		return fd;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-		msq_warn("MADVSEQ_STATS: %s is not a regular file of this user's: not written", path);
-		msq_sys_close(fd);
-		return -EPERM;
-	}
-	if (ftruncate(fd, 0) < 0) {
-		msq_sys_close(fd);
-		return -EIO;
-	}
-	return fd;
-}
-
-static void write_stats(void)
-{
-	char path[MSQ_STATS_PATH_MAX + 16], buf[1024];
-	const char *p = msq_cfg.stats_path;
-	size_t n = 0;
-	struct msq_read_totals rt;
-	int fd, len;
-
-	for (; *p && n < sizeof(path) - 12; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)msq_sys_getpid());
-			p++;
-		} else {
-			path[n++] = *p;
-		}
-	}
-	path[n] = '\0';
-	msq_readpath_totals(&rt);
-	if (g_fork_child && !g_done.regions && !rt.files)
-		return; /* the parent's file is the parent's */
-	len = snprintf(buf, sizeof(buf),
-		       "pid=%d\nmode=%s\nlag=%" PRIu64 "\nregions=%" PRIu64 "\nbytes_dropped=%" PRIu64
-		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
-		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64
-		       "\nread_bytes_streamed=%" PRIu64 "\nread_bytes_kept=%" PRIu64
-		       "\nread_bytes_written_behind=%" PRIu64 "\n",
-		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
-		       g_done.regions, g_done.dropped, g_done.kept, g_done.cycles, g_done.errors,
-		       msq_kernel_covers(NULL), rt.files, rt.dropped, rt.streamed, rt.kept, rt.written);
-	if ((fd = open_stats_file(path)) < 0)
-		return;
-	if (msq_sys_write_all(fd, buf, (size_t)len) != len)
-		msq_warn("MADVSEQ_STATS: short write to %s", path);
-	/* Then one line per file: "file=STREAMED DROPPED KEPT WRITTEN PATH". */
-	msq_readpath_each_file(write_file_line, &fd);
-	msq_sys_close(fd);
-}
-
-void msq_engine_shutdown(void)
-{
-	char d[32], k[32];
-	bool locked, daemon_took;
-
-	/* Bounded: exit() may come from a signal handler that interrupted
-	 * a holder of the lock on this very thread. */
-	locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS);
 	if (locked) {
 		/* (and once the engine sees this, it hands nothing more to
 		 * the daemon) */
@@ -358,22 +267,27 @@ void msq_engine_shutdown(void)
 			pthread_cond_signal(&g_kick_cond);
 		msq_regions_unlock();
 	}
-	/* The daemon's regions first: their final drop, waited for without
-	 * the table lock.  Unconfirmed, it is made here with the others. */
-	daemon_took = msq_daemon_release_all();
-	if (locked && (locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS))) {
-		msq_regions_clear(daemon_took ? msq_engine_retire : retire_with_daemons,
-				  (void *)"at exit");
-		if (msq_cfg.debug && g_done.regions)
-			msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly "
-				  "referenced), %" PRIu64 " errors",
-				  g_done.regions, msq_format_size(g_done.dropped, d, sizeof(d)),
-				  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
-		msq_regions_unlock();
-	}
-	msq_daemon_report_at_exit();
-	if (msq_cfg.stats_path[0])
-		write_stats();
+	return locked;
+}
+
+void msq_engine_retire_all(bool daemon_took)
+{
+	char d[32], k[32];
+
+	if (!msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS))
+		return;
+	msq_regions_clear(daemon_took ? msq_engine_retire : retire_with_daemons, (void *)"at exit");
+	if (msq_cfg.debug && g_done.regions)
+		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly "
+			  "referenced), %" PRIu64 " errors",
+			  g_done.regions, msq_format_size(g_done.dropped, d, sizeof(d)),
+			  msq_format_size(g_done.kept, k, sizeof(k)), g_done.errors);
+	msq_regions_unlock();
+}
+
+void msq_engine_totals(struct msq_engine_totals *t)
+{
+	*t = g_done;
 }
 
 void msq_engine_exit_flush(void)
@@ -396,8 +310,6 @@ void msq_engine_exit_flush(void)
 		/* Left locked: the process ends now, and nothing may start
 		 * another operation on the table meanwhile. */
 	}
-	if (msq_cfg.stats_path[0])
-		write_stats();
 }
 
 void msq_engine_atfork_child(void)
@@ -410,5 +322,4 @@ void msq_engine_atfork_child(void)
 	g_kick = false;
 	g_kick_cond_ready = false; /* re-initialised when the child starts one */
 	memset(&g_done, 0, sizeof(g_done));
-	g_fork_child = true;
 }

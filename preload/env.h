@@ -21,7 +21,7 @@
 
 #include <stdbool.h>
 
-#include "shim.h"
+#include "defs.h"
 
 /* getauxval(AT_SECURE), read once. */
 bool msq_secure_execution(void) MSQ_HIDDEN;

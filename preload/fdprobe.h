@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "shim.h"
+#include "defs.h"
 
 /* RWF_DONTCACHE on a filesystem (by st_dev), or on an fd's writes. */
 enum { MSQ_DC_UNKNOWN, MSQ_DC_YES, MSQ_DC_NO };

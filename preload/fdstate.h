@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "fdrun.h"
-#include "readpath.h"
+#include "fdstats.h"
 
 /* F_RWDATA: opened read-write, holding data, with no advice (a database's
  * file, see fdstream.c's is_rwdata()): its long read runs are streams, its

@@ -17,6 +17,7 @@
 #include "../common/sys.h"
 #include "fdstate.h"
 #include "fdtable.h"
+#include "settings.h"
 #include "utf8.h"
 
 /* Process totals.  streamed lags the fds' own counts: see
@@ -46,7 +47,7 @@ void msq_stats_streamed(struct msq_fd *s)
 
 	if (n) {
 		__atomic_add_fetch(&g_tot.streamed, n, __ATOMIC_RELAXED);
-		/* (msq_readpath_totals reads it from other threads) */
+		/* (msq_stats_totals reads it from other threads) */
 		__atomic_store_n(&s->totalled, s->totalled + n, __ATOMIC_RELAXED);
 	}
 }
@@ -137,9 +138,8 @@ static void each_open(int fd, struct msq_fd *v, void *arg)
 	}
 }
 
-void msq_readpath_each_file(void (*fn)(const char *path, const struct msq_file_counts *c,
-				       void *arg),
-			    void *arg)
+void msq_stats_each_file(void (*fn)(const char *path, const struct msq_file_counts *c, void *arg),
+			 void *arg)
 {
 	struct each_arg a = { fn, arg };
 	unsigned n = __atomic_load_n(&g_nrec, __ATOMIC_RELAXED);
@@ -163,7 +163,7 @@ static void add_untotalled(int fd, struct msq_fd *v, void *arg)
 		*(uint64_t *)arg += untotalled(v);
 }
 
-void msq_readpath_totals(struct msq_read_totals *t)
+void msq_stats_totals(struct msq_read_totals *t)
 {
 	uint64_t open = 0;
 

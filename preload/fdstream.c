@@ -77,14 +77,17 @@
 #include "fdstate.h"
 #include "fdstats.h"
 #include "fdtable.h"
+#include "env.h"
+#include "log.h"
 #include "objpool.h"
-#include "readpath.h"
+#include "self.h"
+#include "settings.h"
 
 #define CHUNK MSQ_CHUNK
 #define WB_POLL_NS 1000000L
 #define DC_WRITE_MIN (UINT64_C(64) << 10)
 
-enum msq_read_mode msq_fds_mode; /* MSQ_READ_OFF until msq_readpath_init() */
+enum msq_read_mode msq_fds_mode; /* MSQ_READ_OFF until msq_fds_init() */
 int msq_fds_dontcache = -1;       /* MADVSEQ_DONTCACHE (fdstream.h) */
 static bool g_dc_any;             /* some fd was set up for RWF_DONTCACHE */
 
@@ -260,7 +263,7 @@ static void retire_state(struct msq_fd *s)
 	struct msq_fd *head = __atomic_load_n(&g_retired, __ATOMIC_RELAXED);
 	unsigned n = 0;
 
-	msq_stats_streamed(s); /* out of the table: msq_readpath_totals no longer sees it */
+	msq_stats_streamed(s); /* out of the table: msq_stats_totals no longer sees it */
 
 	do
 		s->retired_next = head;
@@ -700,7 +703,7 @@ void msq_fds_duplicated(int oldfd, int newfd)
 	classify(newfd, fl);
 }
 
-/* ---- fork and policy ----------------------------------------------------- */
+/* ---- set-up, fork and policy ----------------------------------------------------- */
 
 static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 {
@@ -714,16 +717,37 @@ static void mark_inherited(int fd, struct msq_fd *v, void *arg)
 	}
 }
 
-void msq_readpath_atfork_child(void)
+void msq_fds_atfork_child(void)
 {
 	msq_fdt_each(0, MSQ_FDT_MAX - 1, mark_inherited, NULL);
 	msq_stats_atfork_child();
 	g_wr_bytes = 0;
 }
 
-void msq_readpath_set_mode(enum msq_read_mode m)
+void msq_fds_policy(enum msq_read_mode m)
 {
+	if (msq_cfg.read_set) {
+		msq_debug("madvseqd policy read=%s: MADVSEQ_READ is set, which wins",
+			  msq_read_mode_name(m));
+		return;
+	}
 	if (m != __atomic_load_n(&msq_fds_mode, __ATOMIC_ACQUIRE))
 		msq_debug("read path: %s (the cgroup's policy from madvseqd)", msq_read_mode_name(m));
 	__atomic_store_n(&msq_fds_mode, m, __ATOMIC_RELEASE);
+}
+
+void msq_fds_init(void)
+{
+	const char *v = msq_env("MADVSEQ_DONTCACHE");
+
+	/* Unset: writes only (see the top: why reads are opt-in). */
+	if (v) {
+		bool on = false;
+
+		if (msq_parse_bool(v, &on) < 0)
+			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (yes or no); using 0", v);
+		msq_fds_dontcache = on;
+	}
+	/* Last: the wrappers act only once the real functions are known. */
+	__atomic_store_n(&msq_fds_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
 }

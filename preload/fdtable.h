@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shim.h"
+#include "defs.h"
 
 #define MSQ_FDT_LEAF_BITS 9
 #define MSQ_FDT_TOP 8192

@@ -10,11 +10,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "real.h"
+#include "regions.h"
+#include "settings.h"
 #include "shim.h"
 #include "track.h"
-#include "regions.h"
 
 /* The program's own calls; the syscalls before the real functions are
  * known (during dlsym). */
@@ -288,7 +288,7 @@ MSQ_EXPORT int posix_madvise(void *addr, size_t len, int advice)
 static __attribute__((noreturn)) void exit_now(void (*real_exit)(int), int status)
 {
 	if (!msq_guard && msq_shim_initialised() && msq_is_owner())
-		msq_engine_exit_flush();
+		msq_shim_exit_now();
 	if (real_exit)
 		real_exit(status);
 	for (;;)

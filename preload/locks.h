@@ -36,7 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "shim.h"
+#include "defs.h"
 
 /* How long fork's prepare handler, the destructor and _exit try a lock. */
 #define MSQ_FORK_LOCK_NS (UINT64_C(10) * 1000 * 1000)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "objpool.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 

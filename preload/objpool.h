@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "shim.h"
+#include "defs.h"
 
 struct msq_pool_block;
 

@@ -7,8 +7,6 @@
  * otherwise tells fdstream.c what moved; the mechanism (snapshots, fadvise
  * behind the stream, write-behind) is described there.
  */
-#include "readpath.h"
-
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,11 +25,11 @@
 #include "../common/config.h"
 #include "../common/fault.h"
 #include "../common/sys.h"
-#include "env.h"
 #include "fdstream.h"
 #include "fdtable.h"
 #include "locks.h"
 #include "real.h"
+#include "shim.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080
@@ -53,7 +51,7 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
 /*
  * The fast path of every wrapper: true when fd is none of the read path's
- * business.  msq_fds_mode is set last by msq_readpath_init(), so a non-OFF mode
+ * business.  msq_fds_mode is set last by msq_fds_init(), so a non-OFF mode
  * means initialised; OFF (configured, or not yet initialised) asks
  * msq_shim_ready(), which initialises on first use.
  */
@@ -624,22 +622,4 @@ MSQ_EXPORT int fclose(FILE *fp)
 	rc = msq_real.fclose(fp);
 	MSQ_LEAVE();
 	return rc;
-}
-
-/* ---- set-up -------------------------------------------------------------- */
-
-void msq_readpath_init(void)
-{
-	const char *v = msq_env("MADVSEQ_DONTCACHE");
-
-	/* Unset: writes only (fdstream.c says why reads are opt-in). */
-	if (v) {
-		bool on = false;
-
-		if (msq_parse_bool(v, &on) < 0)
-			msq_warn("MADVSEQ_DONTCACHE='%s' is not a boolean (yes or no); using 0", v);
-		msq_fds_dontcache = on;
-	}
-	/* Last: the wrappers act only once the real functions are known. */
-	__atomic_store_n(&msq_fds_mode, msq_cfg.policy.read, __ATOMIC_RELEASE);
 }

@@ -17,7 +17,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "shim.h"
+#include "defs.h"
 
 struct msq_real_fns {
 #define MSQ_WRAP(symbol, field, ret, params) ret(*field) params;

@@ -9,7 +9,6 @@
 
 #include "../common/fault.h"
 #include "locks.h"
-#include "shim.h"
 
 struct entry {
 	uint64_t start, end;

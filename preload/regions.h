@@ -78,4 +78,10 @@ int msq_regions_move(uint64_t old, uint64_t old_len, uint64_t new_addr, uint64_t
 /* Frees every region without acting (fork child, tests); retire as above. */
 void msq_regions_clear(void (*retire)(struct msq_region *part, void *arg), void *arg);
 
+/* Fork (locks.h: a bounded try; locked: whether the prepare handler got
+ * the table lock).  The child starts with an empty table. */
+bool msq_regions_atfork_prepare(void);
+void msq_regions_atfork_parent(bool locked);
+void msq_regions_atfork_child(bool locked);
+
 #endif

@@ -1,18 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Start-up, configuration, logging and fork handling of libmadvseq.so.
+ * The life of libmadvseq.so: initialisation, fork and exit.  Each step
+ * calls the hooks the modules declare in their own headers; the settings,
+ * the messages and who we are live in the leaf below (settings.c, log.c,
+ * self.c, env.c).
  */
 #include "shim.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../common/config.h"
@@ -20,160 +18,20 @@
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine.h"
-#include "env.h"
+#include "fdstats.h"
+#include "fdstream.h"
 #include "locks.h"
-#include "readpath.h"
+#include "log.h"
 #include "real.h"
 #include "regions.h"
-#include "track.h"
-
-struct msq_shim_config msq_cfg = { .policy = MSQ_POLICY_DEFAULT, .stats_path = "" };
-/* (Apart from msq_cfg, which would otherwise take a page of .data that
- * every process dirties at start-up.) */
-static char g_stats_path[MSQ_STATS_PATH_MAX];
-__thread int msq_guard;
+#include "settings.h"
+#include "statsfile.h"
 
 enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DISABLED };
 static int g_state = INIT_NONE;
 static __thread bool t_initialising MSQ_TLS;
-static pid_t g_owner;
 
-void *msq_next_symbol(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-bool msq_is_owner(void)
-{
-	return getpid() == g_owner;
-}
-
-uint64_t msq_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void vlog(const char *fmt, va_list ap)
-{
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf), "libmadvseq[%d]: ", (int)getpid());
-
-	if (n < 0 || msq_secure_execution())
-		return;
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* The raw syscall, not stdio (no locks, no buffers shared with the
-	 * program) nor the library's own write wrapper. */
-	msq_sys_write_all(STDERR_FILENO, buf, (size_t)n);
-}
-
-void msq_warn(const char *fmt, ...)
-{
-	va_list ap;
-	MSQ_PROTECT_ERRNO;
-
-	va_start(ap, fmt);
-	vlog(fmt, ap);
-	va_end(ap);
-}
-
-void msq_debug(const char *fmt, ...)
-{
-	va_list ap;
-	MSQ_PROTECT_ERRNO;
-
-	if (!msq_cfg.debug)
-		return;
-	va_start(ap, fmt);
-	vlog(fmt, ap);
-	va_end(ap);
-}
-
-/* Reads one variable; a bad value gets one warning naming the default. */
-#define READ_ENV(name, parse, field, what, deftext)                                   \
-	do {                                                                          \
-		const char *v_ = msq_env(name);                                       \
-		if (v_ && parse(v_, field) < 0)                                       \
-			msq_warn("%s='%s' is not %s; using %s", name, v_, what, deftext); \
-	} while (0)
-
-static void read_config(void)
-{
-	char def[32];
-	const char *v;
-	bool scan = true;
-
-	READ_ENV("MADVSEQ_DEBUG", msq_parse_bool, &msq_cfg.debug, "a boolean (yes or no)", "0");
-	READ_ENV("MADVSEQ_MODE", msq_parse_mode, &msq_cfg.policy.mode,
-		 "a mode (pageout, cold or off)", "pageout");
-	READ_ENV("MADVSEQ_READ", msq_parse_read_mode, &msq_cfg.policy.read,
-		 "a read mode (noreuse, advised, all or off)", "advised");
-	msq_format_size(MSQ_DEFAULT_LAG, def, sizeof(def));
-	READ_ENV("MADVSEQ_LAG", msq_parse_size, &msq_cfg.policy.lag, "a size (e.g. 16M)", def);
-	READ_ENV("MADVSEQ_INTERVAL", msq_parse_duration_ns, &msq_cfg.policy.interval_ns,
-		 "a duration from 100us to 1h (e.g. 20ms)", "20ms");
-#ifdef MSQ_TEST_HOOKS
-	/* A test hook: the fallback that reads one pagemap entry a page. */
-	v = msq_test_env("MADVSEQ_PAGEMAP_SCAN");
-	if (v && msq_parse_bool(v, &scan) < 0)
-		msq_warn("MADVSEQ_PAGEMAP_SCAN='%s' is not a boolean (yes or no); using 1", v);
-#endif
-	msq_cfg.force_pagemap_read = !scan;
-	/* Whole pages; at least one chunk, so a cursor's own chunk stays. */
-	msq_cfg.policy.lag &= ~(uint64_t)4095;
-	if (msq_cfg.policy.lag < MSQ_CHUNK) {
-		if (msq_env("MADVSEQ_LAG"))
-			msq_warn("MADVSEQ_LAG is below the 2M drop granularity; using 2M");
-		msq_cfg.policy.lag = MSQ_CHUNK;
-	}
-	/* Four lags unless told (madvseq run says 0): see fdstream.c.  (The
-	 * lag is final here: nothing changes it later.) */
-	msq_cfg.write_free = 4 * msq_cfg.policy.lag;
-	READ_ENV("MADVSEQ_WRITE_FREE", msq_parse_size, &msq_cfg.write_free, "a size (e.g. 64M, or 0)",
-		 "4 lags");
-	v = msq_env("MADVSEQ_STATS");
-	if (v) {
-		if (strlen(v) >= sizeof(g_stats_path)) {
-			msq_warn("MADVSEQ_STATS path too long; no stats file");
-		} else {
-			strcpy(g_stats_path, v);
-			msq_cfg.stats_path = g_stats_path;
-		}
-	}
-}
-
-/* -1: not looked up yet; else 0 (off), 1 (the sysctl), 2 (the cgroup's). */
-static int g_kernel = -1;
-
-bool msq_kernel_covers(bool *by_cgroup)
-{
-	int k = __atomic_load_n(&g_kernel, __ATOMIC_ACQUIRE);
-
-	if (k < 0) {
-		/* The kernel's switches: the sysctl, and the per-cgroup file
-		 * of the process's own cgroup v2 (or an ancestor's).  Two
-		 * threads may both look: same answer. */
-		const char *procfs = NULL, *cgroupfs = NULL;
-		bool cg = false;
-
-#ifdef MSQ_TEST_HOOKS
-		/* Test hooks: fixture trees in their place. */
-		procfs = msq_test_env("MADVSEQ_PROCFS");
-		cgroupfs = msq_test_env("MADVSEQ_CGROUPFS");
-#endif
-		k = msq_kernel_dropbehind_for(procfs ? procfs : "/proc", cgroupfs, 0, &cg) == 1;
-		k = k ? 1 + cg : 0;
-		__atomic_store_n(&g_kernel, k, __ATOMIC_RELEASE);
-	}
-	if (by_cgroup)
-		*by_cgroup = k == 2;
-	return k > 0;
-}
+/* ---- fork ---------------------------------------------------------------- */
 
 /* Which locks the prepare handler got: bounded tries, since fork may be
  * called from a signal handler that interrupted their holder. */
@@ -193,13 +51,30 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	g_owner = getpid();
+	msq_self_init();
 	msq_regions_atfork_child(g_fork_table);
 	msq_engine_atfork_child();
+	msq_statsfile_atfork_child();
 	msq_daemon_atfork_child(g_fork_client);
-	msq_readpath_atfork_child();
+	msq_fds_atfork_child();
 	msq_lowfd_atfork_child();
 }
+
+/* ---- initialisation ------------------------------------------------------ */
+
+/* What the daemon client reports: the read path's totals. */
+static void daemon_totals(struct msq_daemon_totals *t)
+{
+	struct msq_read_totals r;
+
+	msq_stats_totals(&r);
+	*t = (struct msq_daemon_totals){ r.files, r.streamed, r.dropped, r.kept };
+}
+
+static const struct msq_daemon_hooks g_daemon_hooks = {
+	.read_policy = msq_fds_policy,
+	.totals = daemon_totals,
+};
 
 static void program_name(char *buf, size_t len)
 {
@@ -219,11 +94,11 @@ static void init(void)
 	char lag[32], comm[32];
 
 	msq_guard++;
-	g_owner = getpid();
-	read_config();
-	msq_daemon_init();
+	msq_self_init();
+	msq_settings_read();
+	msq_daemon_init(&g_daemon_hooks);
 	msq_real_resolve();
-	msq_readpath_init();
+	msq_fds_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	/* The stats file and the debug line report the kernel's switch:
 	 * asked for, so looked up now (and not at _exit). */
@@ -280,6 +155,34 @@ __attribute__((constructor)) static void shim_constructor(void)
 	msq_shim_ready();
 }
 
+/* ---- exit ---------------------------------------------------------------- */
+
+void msq_shim_exit_now(void)
+{
+	msq_engine_exit_flush();
+	if (msq_cfg.stats_path[0])
+		msq_statsfile_write();
+}
+
+/*
+ * At exit(): the daemon's regions first (their final drop, which the
+ * daemon makes and is waited for without the table lock), then every
+ * other region's, made here (and the daemon's too if it did not confirm
+ * its drop), then the read path's report to the daemon and the stats
+ * file.
+ */
+static void exit_sequence(void)
+{
+	bool stopped = msq_engine_stop();
+	bool daemon_took = msq_daemon_release_all();
+
+	if (stopped)
+		msq_engine_retire_all(daemon_took);
+	msq_daemon_report_at_exit();
+	if (msq_cfg.stats_path[0])
+		msq_statsfile_write();
+}
+
 __attribute__((destructor)) static void shim_destructor(void)
 {
 	/* A vfork child calling exit() runs this on its parent's memory; a
@@ -289,7 +192,7 @@ __attribute__((destructor)) static void shim_destructor(void)
 	if (!msq_shim_initialised() || msq_guard || !msq_is_owner())
 		return;
 	msq_guard++;
-	msq_engine_shutdown();
+	exit_sequence();
 	__atomic_store_n(&g_state, INIT_DISABLED, __ATOMIC_RELEASE);
 	msq_guard--;
 }

@@ -17,7 +17,9 @@
 #include "../common/maps.h"
 #include "daemon_client.h"
 #include "engine.h"
+#include "log.h"
 #include "regions.h"
+#include "settings.h"
 
 #define MAX_VMAS 64 /* per madvise call; more are left untracked */
 #define SNAPSHOT_STEP (UINT64_C(64) << 20)

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "shim.h"
+#include "defs.h"
 
 /* [start, end) was advised MADV_SEQUENTIAL: track its file-backed parts. */
 void msq_track_sequential(uint64_t start, uint64_t end) MSQ_HIDDEN;

@@ -82,7 +82,7 @@ static int check_stats(const char *path)
 	size_t n = 0;
 	struct stat st;
 
-	if (strlen(path) >= 4096) { /* msq_cfg.stats_path in preload/shim.h */
+	if (strlen(path) >= 4096) { /* msq_cfg.stats_path in preload/settings.h */
 		fprintf(stderr, "%s: --stats: path too long (at most 4095 bytes)\n", msq_prog);
 		return -ENAMETOOLONG;
 	}

@@ -2,7 +2,7 @@
 /*
  * A small streaming reader for the preload tests:
  *   seqclient [--private] [--threads N] [--passes N] [--advice posix|madvise|none]
- *             [--read] [--hold-ms N] [--pause] FILE
+ *             [--read] [--hold-ms N] [--settle-ms N --below BYTES] [--pause] FILE
  * maps FILE, advises MADV_SEQUENTIAL, reads it (N threads each stream their
  * own slice), and prints "checksum <hex>" and, as root, "max_cached <bytes>":
  * the most of FILE seen in the page cache (cachestat) while it read,
@@ -10,6 +10,12 @@
  * cursor (from its slice's start), and
  * "end_cached <bytes>": what is cached once it has read everything and
  * waited --hold-ms, still mapping the file.
+ * --settle-ms N --below BYTES: then waits, for at most N ms, until no more
+ * than BYTES are cached, and prints "settle_ms <ms>", how long that took
+ * (N if it never did), and end_cached as it is then.  What the engine
+ * leaves once it has caught up with the reader is what a bound on it
+ * judges, not how late a loaded machine let it run: a hold of fixed
+ * length measured the latter too.
  * --read computes the same checksum with pread() instead, for reference.
  * --pause prints "advised" once the mapping is advised and waits for a
  * byte on stdin before reading.
@@ -154,7 +160,8 @@ static uint64_t by_pread(void)
 
 int main(int argc, char **argv)
 {
-	int flags = MAP_SHARED, use_read = 0, hold_ms = 0, pause = 0;
+	int flags = MAP_SHARED, use_read = 0, hold_ms = 0, settle_ms = 0, pause = 0;
+	uint64_t below = 0;
 	int prot = PROT_READ;
 	const char *advice = "madvise";
 	struct stat st;
@@ -180,6 +187,10 @@ int main(int argc, char **argv)
 			pause = 1;
 		else if (!strcmp(argv[i], "--hold-ms"))
 			hold_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--settle-ms"))
+			settle_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--below"))
+			below = strtoull(argv[++i], NULL, 0);
 		else
 			break;
 	}
@@ -240,6 +251,13 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (hold_ms)
 		usleep((useconds_t)hold_ms * 1000);
+	if (can_sample && settle_ms > 0) {
+		double t0 = now_s(), waited = 0;
+
+		while (cached_now() > below && (waited = now_s() - t0) * 1000 < settle_ms)
+			usleep(5000);
+		printf("settle_ms %d\n", (int)(waited * 1000));
+	}
 	if (can_sample)
 		printf("end_cached %" PRIu64 "\n", cached_now());
 	fflush(stdout);
