@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "engine.h"
+#include "engine_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@ static bool g_eng_ready, g_running, g_stopping;
  * moves a gigabyte a second, and its first cycle must not wait. */
 static pthread_cond_t g_kick_cond;
 static bool g_kick, g_kick_cond_ready;
-static struct msq_engine_totals g_done; /* totals of regions no longer tracked */
+static struct msq_ethread_totals g_done; /* totals of regions no longer tracked */
 
 static int ensure_pagemap(void)
 {
@@ -108,7 +108,7 @@ static void retire(struct msq_region *part, const char *why, bool daemons_too)
 	report_region(part, why);
 }
 
-void msq_engine_retire(struct msq_region *part, void *arg)
+void msq_ethread_retire(struct msq_region *part, void *arg)
 {
 	retire(part, arg ? arg : "unmapped", false);
 }
@@ -119,7 +119,7 @@ static void retire_with_daemons(struct msq_region *part, void *arg)
 	retire(part, arg, true);
 }
 
-void msq_engine_retire_handing_over(struct msq_region *part, void *handover)
+void msq_ethread_retire_handing_over(struct msq_region *part, void *handover)
 {
 	struct msq_handover *h = handover;
 
@@ -129,7 +129,7 @@ void msq_engine_retire_handing_over(struct msq_region *part, void *handover)
 	retire(part, "unmapped", false);
 }
 
-void msq_engine_handover_end(struct msq_handover *h, bool daemon_took)
+void msq_ethread_handover_end(struct msq_handover *h, bool daemon_took)
 {
 	for (size_t i = 0; i < h->n; i++) {
 		struct msq_stream *s = &h->s[i];
@@ -146,7 +146,7 @@ void msq_engine_handover_end(struct msq_handover *h, bool daemon_took)
 	h->n = 0;
 }
 
-void msq_engine_account(struct msq_region *part)
+void msq_ethread_account(struct msq_region *part)
 {
 	account(part);
 	report_region(part, "untracked");
@@ -213,7 +213,7 @@ static void *engine_main(void *arg)
 	}
 }
 
-void msq_engine_start(void)
+void msq_ethread_start(void)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -255,7 +255,7 @@ void msq_engine_start(void)
 	g_running = true;
 }
 
-bool msq_engine_stop(void)
+bool msq_ethread_stop(void)
 {
 	bool locked = msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS);
 
@@ -270,13 +270,13 @@ bool msq_engine_stop(void)
 	return locked;
 }
 
-void msq_engine_retire_all(bool daemon_took)
+void msq_ethread_retire_all(bool daemon_took)
 {
 	char d[32], k[32];
 
 	if (!msq_lock_bounded(msq_regions_mutex(), MSQ_SHUTDOWN_LOCK_NS))
 		return;
-	msq_regions_clear(daemon_took ? msq_engine_retire : retire_with_daemons, (void *)"at exit");
+	msq_regions_clear(daemon_took ? msq_ethread_retire : retire_with_daemons, (void *)"at exit");
 	if (msq_cfg.debug && g_done.regions)
 		msq_debug("totals: %" PRIu64 " regions, dropped %s, kept %s (strongly "
 			  "referenced), %" PRIu64 " errors",
@@ -285,12 +285,12 @@ void msq_engine_retire_all(bool daemon_took)
 	msq_regions_unlock();
 }
 
-void msq_engine_totals(struct msq_engine_totals *t)
+void msq_ethread_totals(struct msq_ethread_totals *t)
 {
 	*t = g_done;
 }
 
-void msq_engine_exit_flush(void)
+void msq_ethread_exit_flush(void)
 {
 	/* The lock may be held by the engine (briefly) or by the very code
 	 * this _exit interrupted (a signal handler): give up after ~50 ms,
@@ -312,7 +312,7 @@ void msq_engine_exit_flush(void)
 	}
 }
 
-void msq_engine_atfork_child(void)
+void msq_ethread_atfork_child(void)
 {
 	/* The child has no engine thread; its pagemap is its own. */
 	if (g_eng.pm.fd >= 0)

@@ -17,7 +17,7 @@
 #include "../common/kernel_switch.h"
 #include "../common/sys.h"
 #include "daemon_client.h"
-#include "engine.h"
+#include "engine_thread.h"
 #include "fdstats.h"
 #include "fdstream.h"
 #include "locks.h"
@@ -53,7 +53,7 @@ static void atfork_child(void)
 {
 	msq_self_init();
 	msq_regions_atfork_child(g_fork_table);
-	msq_engine_atfork_child();
+	msq_ethread_atfork_child();
 	msq_statsfile_atfork_child();
 	msq_daemon_atfork_child(g_fork_client);
 	msq_fds_atfork_child();
@@ -159,7 +159,7 @@ __attribute__((constructor)) static void shim_constructor(void)
 
 void msq_shim_exit_now(void)
 {
-	msq_engine_exit_flush();
+	msq_ethread_exit_flush();
 	if (msq_cfg.stats_path[0])
 		msq_statsfile_write();
 }
@@ -173,11 +173,11 @@ void msq_shim_exit_now(void)
  */
 static void exit_sequence(void)
 {
-	bool stopped = msq_engine_stop();
+	bool stopped = msq_ethread_stop();
 	bool daemon_took = msq_daemon_release_all();
 
 	if (stopped)
-		msq_engine_retire_all(daemon_took);
+		msq_ethread_retire_all(daemon_took);
 	msq_daemon_report_at_exit();
 	if (msq_cfg.stats_path[0])
 		msq_statsfile_write();

@@ -11,7 +11,7 @@
 
 #include "../common/config.h"
 #include "../common/sys.h"
-#include "engine.h"
+#include "engine_thread.h"
 #include "fdstats.h"
 #include "log.h"
 #include "settings.h"
@@ -65,7 +65,7 @@ void msq_statsfile_write(void)
 	char path[MSQ_STATS_PATH_MAX + 16], buf[1024];
 	const char *p = msq_cfg.stats_path;
 	size_t n = 0;
-	struct msq_engine_totals et;
+	struct msq_ethread_totals et;
 	struct msq_read_totals rt;
 	int fd, len;
 
@@ -78,7 +78,7 @@ void msq_statsfile_write(void)
 		}
 	}
 	path[n] = '\0';
-	msq_engine_totals(&et);
+	msq_ethread_totals(&et);
 	msq_stats_totals(&rt);
 	if (g_fork_child && !et.regions && !rt.files)
 		return; /* the parent's file is the parent's */

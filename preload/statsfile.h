@@ -2,7 +2,7 @@
 /*
  * MADVSEQ_STATS (statsfile.c): one small file per process ("%p" in the
  * name becomes the pid: one file per process of a tree), with the
- * engine's totals (engine.h) and the read path's (fdstats.h), then one
+ * engine's totals (engine_thread.h) and the read path's (fdstats.h), then one
  * line per file: "file=STREAMED DROPPED KEPT WRITTEN PATH".
  *
  * Contract: raw syscalls only, no allocation, no lock: it also runs at

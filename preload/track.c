@@ -16,7 +16,7 @@
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
 #include "daemon_client.h"
-#include "engine.h"
+#include "engine_thread.h"
 #include "log.h"
 #include "regions.h"
 #include "settings.h"
@@ -143,7 +143,7 @@ void msq_track_sequential(uint64_t start, uint64_t end)
 				  msq_drop_how_name(how), known ? "cached before: " : "",
 				  known ? pre : "cannot tell what was cached before (file not writable)");
 	}
-	msq_engine_start();
+	msq_ethread_start();
 	msq_track_unlock();
 }
 
@@ -159,11 +159,11 @@ void msq_track_unlock(void)
 
 /* retire() without the final drop: the range is no longer the mapping it
  * was, or the program asked for its pages to be left alone.  (With the
- * drop: msq_engine_retire, which leaves the daemon's parts to it.) */
+ * drop: msq_ethread_retire, which leaves the daemon's parts to it.) */
 static void retire_quietly(struct msq_region *part, void *arg)
 {
 	(void)arg;
-	msq_engine_account(part);
+	msq_ethread_account(part);
 }
 
 /* Locked: takes [start, end) out of the table, retiring what goes. */
@@ -184,7 +184,7 @@ void msq_track_forget(uint64_t start, uint64_t end, bool flush)
 	h.n = 0;
 	msq_track_lock();
 	if (flush)
-		remove_locked(start, end, msq_engine_retire_handing_over, &h);
+		remove_locked(start, end, msq_ethread_retire_handing_over, &h);
 	else
 		remove_locked(start, end, retire_quietly, NULL);
 	msq_track_unlock();
@@ -193,7 +193,7 @@ void msq_track_forget(uint64_t start, uint64_t end, bool flush)
 	if (h.n) {
 		/* Still mapped: the caller unmaps it after this. */
 		msq_track_lock();
-		msq_engine_handover_end(&h, daemon_took);
+		msq_ethread_handover_end(&h, daemon_took);
 		msq_track_unlock();
 	}
 }
