@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "defs.h"
 #include "fdrun.h"
 #include "fdstats.h"
 
@@ -34,5 +35,15 @@ struct msq_fd {
 	struct msq_fd *retired_next; /* on the list of states awaiting their grace period */
 	struct msq_stream st; /* the streams' decisions (fdrun.h) */
 };
+
+/* A zeroed state from a lock-free pool, or NULL (no memory); safe in a
+ * signal handler. */
+struct msq_fd *msq_fdstate_new(void) MSQ_HIDDEN;
+/* Back to the pool at once: only a state no other thread can have seen. */
+void msq_fdstate_free(struct msq_fd *s) MSQ_HIDDEN;
+/* A state taken out of the fd table: its streamed bytes go to the process
+ * total (fdstats.h), and it is freed after a grace period, in batches.  Not
+ * inside a urcu-bp read-side section. */
+void msq_fdstate_retire(struct msq_fd *s) MSQ_HIDDEN;
 
 #endif

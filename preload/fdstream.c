@@ -79,7 +79,6 @@
 #include "fdtable.h"
 #include "env.h"
 #include "log.h"
-#include "objpool.h"
 #include "self.h"
 #include "settings.h"
 
@@ -228,65 +227,6 @@ static off_t sys_lseek_cur(int fd)
 	return msq_sys_lseek(fd, 0, SEEK_CUR);
 }
 
-/* ---- the states ------------------------------------------------------- */
-
-/* Per-fd states: from a lock-free pool (objpool.h), since read() and
- * write() may classify an fd inside a signal handler. */
-static struct msq_pool g_states = MSQ_POOL_INIT(sizeof(struct msq_fd));
-
-static struct msq_fd *new_state(void)
-{
-	struct msq_fd *s = msq_pool_alloc(&g_states);
-
-	if (s)
-		msq_run_init(&s->st);
-	return s;
-}
-
-static void free_state(struct msq_fd *s)
-{
-	msq_pool_free(&g_states, s);
-}
-
-/*
- * States taken out of the fd table are freed after an RCU grace period,
- * RETIRE_BATCH at a time: one urcu_bp_synchronize_rcu() (a membarrier and
- * two sigprocmask calls) per close() would cost copies of many small files
- * dearly.  The list is pushed lock-free and taken whole with one exchange.
- */
-#define RETIRE_BATCH 32
-static struct msq_fd *g_retired;
-static unsigned g_nretired;
-
-static void retire_state(struct msq_fd *s)
-{
-	struct msq_fd *head = __atomic_load_n(&g_retired, __ATOMIC_RELAXED);
-	unsigned n = 0;
-
-	msq_stats_streamed(s); /* out of the table: msq_stats_totals no longer sees it */
-
-	do
-		s->retired_next = head;
-	while (!__atomic_compare_exchange_n(&g_retired, &head, s, false, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-	if (__atomic_add_fetch(&g_nretired, 1, __ATOMIC_RELAXED) < RETIRE_BATCH)
-		return;
-	if (!msq_is_owner())
-		return; /* a vfork child: no grace period here, the parent frees them */
-	head = __atomic_exchange_n(&g_retired, NULL, __ATOMIC_ACQUIRE);
-	if (!head)
-		return;
-	urcu_bp_synchronize_rcu(); /* no reader still sees any of them */
-	while (head) {
-		struct msq_fd *next = head->retired_next;
-
-		free_state(head);
-		head = next;
-		n++;
-	}
-	__atomic_sub_fetch(&g_nretired, n, __ATOMIC_RELAXED);
-}
-
 /* ---- classification --------------------------------------------------- */
 
 /*
@@ -353,7 +293,7 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	 * spare the getpid. */
 	if (st.st_size >= (off_t)MSQ_RUN_MIN && !msq_is_owner())
 		return NULL;
-	if (!(s = new_state())) {
+	if (!(s = msq_fdstate_new())) {
 		msq_fdt_cas(fd, NULL, MSQ_FD_IGNORED);
 		return MSQ_FD_IGNORED;
 	}
@@ -393,11 +333,11 @@ static struct msq_fd *classify(int fd, unsigned extra)
 	}
 	old = msq_fdt_xchg(fd, s);
 	if (old == MSQ_FD_IGNORED && (unsigned)fd < MSQ_FDT_MAX && msq_fdt_peek(fd) != s) {
-		free_state(s); /* no memory for the leaf */
+		msq_fdstate_free(s); /* no memory for the leaf */
 		return MSQ_FD_IGNORED;
 	}
 	if (old && old != MSQ_FD_IGNORED)
-		retire_state(old);
+		msq_fdstate_retire(old);
 	msq_stats_file();
 	msq_debug("fd %d: managed (%s%s%s%s)", fd, s->st.dontcache ? "RWF_DONTCACHE" : "fadvise behind",
 		  s->st.blind ? ", no residency snapshot: pages cached before may go too" : "",
@@ -521,7 +461,7 @@ void msq_fds_end(const struct msq_xfer *x, int64_t off, int64_t rc)
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 		urcu_bp_read_unlock();
 		if (msq_fdt_cas(x->fd, s, NULL))
-			retire_state(s);
+			msq_fdstate_retire(s);
 		return;
 	}
 	{
@@ -676,7 +616,7 @@ void msq_fds_forget(int fd, bool drop)
 			msq_debug("fd %d: closed; %s dropped behind it (chunks advised DONTNEED)", fd,
 				  msq_format_size(s->advised, b, sizeof(b)));
 		msq_stats_record(fd, s);
-		retire_state(s);
+		msq_fdstate_retire(s);
 	}
 }
 
