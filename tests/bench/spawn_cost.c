@@ -9,7 +9,8 @@
  *   NAME=PATH   LD_PRELOAD=PATH (e.g. empty=libempty_preload.so, the cost
  *               of loading any library at all, and libmadvseq=...)
  * and prints, per variant, the median over the rounds of the mean spawn
- * time, and its difference from plain.
+ * time and of the child's own CPU time (user + system, from wait4), and
+ * their differences from plain.
  *
  * With -p, each variant also runs this program itself in probe mode, which
  * reports, with raw system calls that no library sees, what the process
@@ -19,8 +20,8 @@
  * can until it has work.
  *
  * Usage: spawn_cost [-n spawns] [-r rounds] [-p] [-c PROGRAM] NAME=PATH...
- * Output: one line per variant:
- *   "NAME  median_us  min_us  +delta_us_over_plain  [threads fds dirty_kB]"
+ * Output: one line per variant: the wall clock and the child CPU per spawn,
+ * each with its difference from plain, [threads fds dirty_kB].
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,7 +48,8 @@ extern char **environ;
 struct variant {
 	const char *name;
 	char env[4200]; /* "LD_PRELOAD=..." or "" for plain */
-	double us[MAX_ROUNDS];
+	double us[MAX_ROUNDS];     /* wall clock per spawn, one per round */
+	double cpu_us[MAX_ROUNDS]; /* the child's own CPU time (user + system) per spawn */
 	long threads, fds, dirty_kb;
 };
 
@@ -126,9 +129,11 @@ static char **make_env(struct variant *v, char **store)
 	return store;
 }
 
-static void spawn_wait(const char *prog, char **argv, char **envp, int out_fd)
+/* Spawns prog and waits; returns the child's CPU time in microseconds. */
+static double spawn_wait(const char *prog, char **argv, char **envp, int out_fd)
 {
 	posix_spawn_file_actions_t fa;
+	struct rusage ru;
 	pid_t pid;
 	int st, rc;
 
@@ -141,12 +146,14 @@ static void spawn_wait(const char *prog, char **argv, char **envp, int out_fd)
 		errno = rc;
 		die(prog);
 	}
-	if (waitpid(pid, &st, 0) != pid)
-		die("waitpid");
+	if (wait4(pid, &st, 0, &ru) != pid)
+		die("wait4");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "spawn_cost: %s exited with status %#x\n", prog, st);
 		exit(2);
 	}
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
 }
 
 static void run_probe(struct variant *v, const char *self)
@@ -192,7 +199,7 @@ int main(int argc, char **argv)
 	char self[4096];
 	int nv = 1, spawns = 500, rounds = 15, opt;
 	bool with_probe = false;
-	double plain_med = 0;
+	double plain_med = 0, plain_cpu = 0;
 
 	if (argc == 2 && !strcmp(argv[1], "--probe"))
 		return probe();
@@ -233,25 +240,31 @@ int main(int argc, char **argv)
 			struct variant *x = &v[(r + k) % nv];
 			char *envs[2], *pargv[] = { (char *)prog, NULL };
 			uint64_t t0 = now_ns();
+			double cpu = 0;
 
 			for (int i = 0; i < spawns; i++)
-				spawn_wait(prog, pargv, make_env(x, envs), -1);
+				cpu += spawn_wait(prog, pargv, make_env(x, envs), -1);
 			x->us[r] = (double)(now_ns() - t0) / spawns / 1000.0;
+			x->cpu_us[r] = cpu / spawns;
 		}
 	for (int k = 0; k < nv; k++) {
-		double min, med = median(v[k].us, rounds, &min);
+		double min, cmin, med = median(v[k].us, rounds, &min), cpu = median(v[k].cpu_us, rounds, &cmin);
 
-		if (k == 0)
+		if (k == 0) {
 			plain_med = med;
+			plain_cpu = cpu;
+		}
 		if (with_probe)
 			run_probe(&v[k], self);
-		printf("%-12s median %8.1f us  min %8.1f us  %+7.1f us over plain", v[k].name, med, min,
-		       med - plain_med);
+		printf("%-12s wall median %7.1f us (min %7.1f) %+7.1f over plain;  child CPU %6.1f us %+6.1f",
+		       v[k].name, med, min, med - plain_med, cpu, cpu - plain_cpu);
 		if (with_probe)
 			printf("  threads %ld  fds %ld  private_dirty %ld kB", v[k].threads, v[k].fds,
 			       v[k].dirty_kb);
 		printf("\n");
 	}
-	printf("(%d rounds of %d spawns of %s each, variants interleaved)\n", rounds, spawns, prog);
+	printf("(%d rounds of %d spawns of %s each, variants interleaved; medians over the rounds;\n"
+	       " child CPU: the spawned process's own user + system time, which a loaded machine moves\n"
+	       " far less than the wall clock)\n", rounds, spawns, prog);
 	return 0;
 }
