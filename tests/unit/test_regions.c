@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -113,7 +114,13 @@ int main(void)
 	msq_regions_unlock();
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, reader, NULL);
-	for (int i = 0; i < 3000; i++) {
+	/* At least 3000 changes, and on until the readers have looked 10,000
+	 * times while the writer churns: on a loaded machine they may get no
+	 * CPU during the first 3000 (bounded: 60 s). */
+	time_t give_up = time(NULL) + 60;
+
+	for (int i = 0; i < 3000 || (__atomic_load_n(&lookups, __ATOMIC_RELAXED) < 10000 &&
+				     time(NULL) < give_up); i++) {
 		uint64_t a = BASE + (uint64_t)(rand() % 2048) * M;
 
 		msq_regions_lock();
@@ -126,7 +133,7 @@ int main(void)
 	stop = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	CHECK(lookups > 0);
+	CHECK(lookups >= 10000);
 	CHECK_EQ(bad_lookups, 0);
 
 #ifdef FIU_ENABLE
