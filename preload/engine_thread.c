@@ -154,7 +154,7 @@ void msq_ethread_account(struct msq_region *part)
 
 static void *engine_main(void *arg)
 {
-	uint64_t sleep_ns = MIN_SLEEP_NS;
+	uint64_t sleep_ns = MIN_SLEEP_NS, last_moved_ns = 0;
 	sigset_t all;
 
 	(void)arg;
@@ -205,6 +205,18 @@ static void *engine_main(void *arg)
 				moved += now_at > at ? now_at - at : at - now_at;
 			}
 			msq_regions_unlock();
+		}
+		/* How late this round came after the last one that saw a
+		 * stream move (a statistic: read at exit by another thread). */
+		if (moved) {
+			uint64_t now = msq_now_ns();
+
+			if (last_moved_ns && now - last_moved_ns > g_done.max_round_gap_ns)
+				__atomic_store_n(&g_done.max_round_gap_ns, now - last_moved_ns,
+						 __ATOMIC_RELAXED);
+			last_moved_ns = now;
+		} else {
+			last_moved_ns = 0;
 		}
 		/* Fast streams: about TARGET_PER_CYCLE a cycle; idle: back to
 		 * the configured interval. */

@@ -55,9 +55,12 @@ void msq_ethread_exit_flush(void) MSQ_HIDDEN;
  */
 bool msq_ethread_stop(void) MSQ_HIDDEN;
 void msq_ethread_retire_all(bool daemon_took) MSQ_HIDDEN;
-/* The totals of the regions no longer tracked (the stats file). */
+/* The totals of the regions no longer tracked (the stats file), and the
+ * longest time the thread took between two rounds in which streams moved:
+ * how late a loaded machine let it be (what streamed meanwhile stayed). */
 struct msq_ethread_totals {
 	uint64_t regions, dropped, kept, cycles, errors;
+	uint64_t max_round_gap_ns;
 };
 void msq_ethread_totals(struct msq_ethread_totals *t) MSQ_HIDDEN;
 /* In a fork child: no engine thread; its pagemap and totals its own. */
