@@ -181,6 +181,8 @@ struct msqd {
 	struct msqd_cg *cur_cg;  /* whose pages are being checked (for refs.c) */
 	struct msqd_leftover *leftovers, **leftovers_tail; /* exit drops, in order */
 	unsigned nleftovers;
+	struct msqd_fdwatch *fdwatch; /* read()/write() streams of programs without the library (fdwatch.c) */
+	uint64_t next_fdwatch_ns;
 };
 
 #endif

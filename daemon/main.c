@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "discover.h"
 #include "exitdrop.h"
+#include "fdwatch.h"
 #include "log.h"
 #include "kubepods.h"
 #include "metrics.h"
@@ -299,6 +300,8 @@ int main(int argc, char **argv)
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.lfd, &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &wl });
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.sigfd, &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &ws });
 	msqd_refs_init(&d);
+	if (!(d.fdwatch = msqd_fdwatch_new()))
+		log_warn("out of memory: no discovery of read()/write() streams");
 	d.started_ns = d.now_ns = msqd_now_ns();
 	d.kernel_state = msq_kernel_dropbehind_state(d.proc_root);
 	d.kernel_checked_ns = d.now_ns;
@@ -327,6 +330,8 @@ int main(int argc, char **argv)
 				wake = d.next_discover_ns;
 			if (d.conf.discover_trigger && d.next_watch_ns < wake)
 				wake = d.next_watch_ns;
+			if (d.next_fdwatch_ns < wake)
+				wake = d.next_fdwatch_ns;
 		}
 		d.now_ns = msqd_now_ns();
 		timeout = wake == UINT64_MAX ? -1
@@ -396,6 +401,10 @@ int main(int argc, char **argv)
 			d.now_ns = msqd_now_ns();
 			d.next_watch_ns = d.now_ns + wait;
 		}
+		if (msqd_conf_any_discover(&d.conf) && d.now_ns >= d.next_fdwatch_ns) {
+			d.next_fdwatch_ns = msqd_fdwatch_step(d.fdwatch, &d, d.now_ns);
+			d.now_ns = msqd_now_ns();
+		}
 		/* (At most once a second; a status request wakes an idle
 		 * daemon, and the one after it no longer lists the cgroup.) */
 		msqd_cg_reap(&d);
@@ -419,6 +428,7 @@ out:
 	while (d.clients)
 		msqd_client_drop(&d, d.clients, "daemon exiting");
 	msqd_exit_drops(&d, UINT64_MAX);
+	msqd_fdwatch_free(d.fdwatch);
 	unlink(d.socket);
 	close(d.lfd);
 	if (d.disk_intake.fd >= 0)

@@ -20,6 +20,7 @@
 #include "../common/kernel_switch.h"
 #include "daemon.h"
 #include "cycle.h"
+#include "fdwatch.h"
 #include "metrics.h"
 #include "kubepods.h"
 #include "refs.h"
@@ -202,6 +203,15 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 		"%s dropped behind, %s kept (cached before)\n",
 	    (unsigned long long)d->read_total.files, msq_format_iec(d->read_total.streamed, a),
 	    msq_format_iec(d->read_total.dropped, b), msq_format_iec(d->read_total.kept, e));
+	if (msqd_conf_any_discover(&d->conf)) {
+		char *fd = msqd_fdwatch_status_text(d->fdwatch, d);
+
+		if (!fd)
+			o.err = -ENOMEM;
+		else
+			put(&o, "%s", fd);
+		free(fd);
+	}
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
 		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
@@ -316,13 +326,22 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 		"\"regions_refused\":%llu,\"dropped_bytes\":%llu,\"kept_strong_bytes\":%llu,"
 		"\"read_path\":{\"files\":%llu,\"streamed_bytes\":%llu,\"dropped_bytes\":%llu,"
 		"\"kept_bytes\":%llu},"
-		"\"daemon_cpu_seconds\":%.3f,\"daemon_rss_bytes\":%llu,\n\"cgroups\":[",
+		"\"daemon_cpu_seconds\":%.3f,\"daemon_rss_bytes\":%llu,\"fd_streams\":",
 	    d->nshim, d->ndiscovered, (unsigned long long)d->nregions, d->nleftovers,
 	    (unsigned long long)d->cycles, (unsigned long long)d->proto_errors,
 	    (unsigned long long)d->refused_regions, (unsigned long long)d->dropped_total,
 	    (unsigned long long)d->kept_strong_total, (unsigned long long)d->read_total.files,
 	    (unsigned long long)d->read_total.streamed, (unsigned long long)d->read_total.dropped,
 	    (unsigned long long)d->read_total.kept, cpu, (unsigned long long)rss);
+	{
+		char *fd = msqd_fdwatch_json_summary(d->fdwatch);
+
+		if (!fd)
+			o.err = -ENOMEM;
+		else
+			put(&o, "%s,\n\"cgroups\":[", fd);
+		free(fd);
+	}
 	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
 		if (!g->clients && !g->dropped && !g->read.streamed)
 			continue;
@@ -377,6 +396,15 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 			put(&o, "}");
 			first = false;
 		}
+	}
+	{
+		char *fd = msqd_fdwatch_json_streams(d->fdwatch, d, first);
+
+		if (!fd)
+			o.err = -ENOMEM;
+		else
+			put(&o, "%s", fd);
+		free(fd);
 	}
 	put(&o, "]}\n");
 	return finish(&o, buf, len);
@@ -552,6 +580,15 @@ int msqd_stats_text(struct msqd *d, uint32_t format, char **buf, size_t *len)
 		if (g->clients)
 			put(&o, "madvseq_cgroup_gate_open{cgroup=\"%s\"} %d\n", esc(g->path, e, sizeof(e)),
 			    !g->pol->pressure_pct && g->pol->psi_some_avg10 <= 0 ? 1 : g->gate_open);
+	{
+		char *fd = msqd_fdwatch_prometheus(d->fdwatch);
+
+		if (!fd)
+			o.err = -ENOMEM;
+		else
+			put(&o, "%s", fd);
+		free(fd);
+	}
 	pod_families(&o, d);
 	return finish(&o, buf, len);
 }
