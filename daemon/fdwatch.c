@@ -67,10 +67,14 @@
 #define HOT_NS (UINT64_C(2) * 1000 * 1000 * 1000)
 #define CAND_BYTES (UINT64_C(1) << 20) /* rchar + wchar growth per look */
 #define FD_RESCAN_NS (UINT64_C(250) * 1000 * 1000)
+#define RESCAN_SOON_NS (UINT64_C(15) * 1000 * 1000)
 #define IDLE_LOOKS 8        /* a descriptor still this long gives its place up */
 #define FORGET_NS (UINT64_C(10) * 1000 * 1000 * 1000)
 #define AHEAD (UINT64_C(64) << 20) /* snapshot this far ahead of a stream */
-#define DROP_MAX (UINT64_C(1) << 30) /* planned per stream per look */
+#define KNOWN_END (UINT64_C(1) << 62) /* past any file's end */
+/* Planned per stream per look: fadvise(DONTNEED) of a gigabyte takes the
+ * kernel ~100 ms, which a status request would wait for. */
+#define DROP_MAX (UINT64_C(64) << 20)
 
 struct fdw_file {
 	int fd;
@@ -80,6 +84,7 @@ struct fdw_file {
 	unsigned idle;
 	bool started;       /* its snapshot began */
 	bool ended;         /* dropped up to the end of the file */
+	bool open_ended;    /* the snapshot reached the end: everything past it is known */
 	uint64_t start;     /* where the snapshot began: below, nothing is the daemon's */
 	uint64_t snap_end, done, wb_done;
 	uint64_t size;
@@ -497,24 +502,32 @@ static int act(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struc
 		log_debug("pid %d fd %d: a stream at %" PRIu64 " MiB of %s (%" PRIu64 " MiB)",
 			  (int)p->pid, f->fd, pos >> 20, f->path ? f->path : "?", f->size >> 20);
 	}
-	/* Ahead: what is cached before the stream gets there. */
-	msqd_fdseq_snap_window(pos, f->snap_end, f->size > pos ? f->size : pos, AHEAD, &from, &to);
-	if (from > f->snap_end) {
-		uint64_t lim = msqd_fdseq_ceil(f->size), e = from < lim ? from : lim;
+	/* Ahead: what is cached before the stream gets there.  Once the
+	 * snapshot reached the file's end, what lies past it did not exist
+	 * before: an appending writer's pages, or a reader's of a file that
+	 * grows, are the stream's. */
+	if (!f->open_ended) {
+		msqd_fdseq_snap_window(pos, f->snap_end, f->size, AHEAD, &from, &to);
+		if (from > f->snap_end) {
+			uint64_t lim = msqd_fdseq_ceil(f->size), e = from < lim ? from : lim;
 
-		if (e > f->snap_end) {
-			f->unknown += e - f->snap_end;
-			w->unknown += e - f->snap_end;
+			if (e > f->snap_end) {
+				f->unknown += e - f->snap_end;
+				w->unknown += e - f->snap_end;
+			}
+			f->snap_end = from;
 		}
-		f->snap_end = from;
-	}
-	if (from < to && f->known.n < MAX_KNOWN) {
-		spend(w, 8);
-		rc = msqd_fdact_snapshot(dup, from, to, f->size, &f->pre, MAX_PRE, &reached);
-		if (rc == 0 && reached > from && msq_extents_add(&f->known, from, reached) == 0)
-			f->snap_end = reached;
-		else if (rc < 0)
-			w->errors++;
+		if (from < to && f->known.n < MAX_KNOWN) {
+			spend(w, 8);
+			rc = msqd_fdact_snapshot(dup, from, to, f->size, &f->pre, MAX_PRE, &reached);
+			if (rc == 0 && reached > from && msq_extents_add(&f->known, from, reached) == 0)
+				f->snap_end = reached;
+			else if (rc < 0)
+				w->errors++;
+		}
+		if (f->snap_end >= msqd_fdseq_ceil(f->size) && f->known.n < MAX_KNOWN &&
+		    msq_extents_add(&f->known, f->snap_end, KNOWN_END) == 0)
+			f->open_ended = true;
 	}
 	/* Behind: what the policy lets go. */
 	if (f->seq.stream && g && g->pol->mode == MSQ_MODE_PAGEOUT && msqd_gate_open(d, g)) {
@@ -562,9 +575,11 @@ static int act(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struc
 }
 
 /* The followed descriptors of p: positions read, streams acted on. */
-static void follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struct msqd_cg *g,
-		   unsigned *streams)
+static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struct msqd_cg *g,
+		       unsigned *streams)
 {
+	uint64_t moved = 0;
+
 	for (size_t i = p->nf; i-- > 0;) {
 		struct fdw_file *f = &p->f[i];
 		uint64_t pos, mnt_id, ino, was = f->seq.pos;
@@ -572,7 +587,7 @@ static void follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, s
 		int flags, rc;
 
 		if (!spend(w, 1))
-			return;
+			return moved;
 		rc = fdinfo(d, p->pid, f->fd, &pos, &flags, &mnt_id, &ino);
 		if (rc < 0 || (ino && ino != f->ino) || (f->mnt_id && mnt_id != f->mnt_id) ||
 		    ((flags ^ f->flags) & (O_ACCMODE | O_DIRECT))) {
@@ -598,6 +613,7 @@ static void follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, s
 			f->idle = 0;
 			f->streamed += pos - was;
 			w->streamed += pos - was;
+			moved += pos - was;
 		} else if (f->idle < UINT32_MAX) {
 			f->idle++;
 		}
@@ -606,7 +622,7 @@ static void follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, s
 			rc = act(w, d, p, f, g, mv == MSQD_FDSEQ_STILL);
 			if (rc == -ESRCH) {
 				p->dead = true;
-				return;
+				return moved;
 			}
 			if (rc == -ESTALE) {
 				file_remove(w, p, i);
@@ -616,13 +632,14 @@ static void follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, s
 		if (f->started)
 			(*streams)++;
 	}
+	return moved;
 }
 
 static void look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p,
 		      struct msqd_cg *g, unsigned *streams)
 {
 	char path[128], buf[1024];
-	uint64_t r = 0, wr = 0, io, grew;
+	uint64_t r = 0, wr = 0, io, grew, moved = 0;
 
 	p->seen_ns = d->now_ns;
 	if (p->lib || !spend(w, 1))
@@ -640,8 +657,13 @@ static void look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p
 	p->io = io;
 	p->io_known = true;
 	if (p->nf)
-		follow(w, d, p, g, streams);
-	if (!p->dead && grew >= CAND_BYTES && d->now_ns - p->fds_ns >= FD_RESCAN_NS)
+		moved = follow(w, d, p, g, streams);
+	/* Data moved that no followed position explains: a descriptor not
+	 * followed yet (just opened, as a program goes from file to file),
+	 * looked for at the next look already; otherwise now and then. */
+	if (!p->dead && grew >= CAND_BYTES &&
+	    d->now_ns - p->fds_ns >= (grew - (moved < grew ? moved : grew) >= CAND_BYTES
+					      ? RESCAN_SOON_NS : FD_RESCAN_NS))
 		scan_fds(w, d, p);
 }
 
