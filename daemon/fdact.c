@@ -116,11 +116,27 @@ int msqd_fdact_drop(int fd, const struct msq_extents *drop, uint64_t *dropped,
 	*dropped = 0;
 	for (size_t i = 0; i < drop->n; i++) {
 		uint64_t a = drop->v[i].start, b = drop->v[i].end;
-		int64_t before = msqd_fdact_cached(fd, a, b), after;
+		struct msq_cachestat_range cr = { a, b - a };
+		struct msq_cachestat cs;
+		int64_t before, after;
 		int r;
 
+		if (msq_cachestat(fd, &cr, &cs) < 0) {
+			if (!rc)
+				rc = -errno;
+			continue;
+		}
+		before = (int64_t)(cs.nr_cache * PAGE);
 		if (before == 0)
 			continue;
+		if (cs.nr_dirty || cs.nr_writeback) {
+			/* DONTNEED would start (and may wait on) the writeback
+			 * itself, in the daemon's only thread: tried again once
+			 * sync_file_range's writeback made the pages clean. */
+			if (left && msq_extents_add(left, a, b) < 0 && !rc)
+				rc = -ENOMEM;
+			continue;
+		}
 		if (MSQ_FAULT("madvseq/daemon/fd/fadvise"))
 			r = -EIO;
 		else
@@ -143,6 +159,8 @@ int msqd_fdact_writeback(int fd, uint64_t from, uint64_t to)
 {
 	if (to <= from)
 		return 0;
+	/* (WRITE alone: starts writeback of what is dirty, waits for none of
+	 * it, though a full request queue may hold it for a moment.) */
 	if (sync_file_range(fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE) < 0)
 		return -errno;
 	return 0;

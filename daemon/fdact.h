@@ -42,7 +42,9 @@ int msqd_fdact_snapshot(int fd, uint64_t from, uint64_t to, uint64_t size, struc
 
 /*
  * posix_fadvise(DONTNEED) of each range of drop (the kernel itself leaves
- * pages mapped anywhere, dirty or under writeback).  *dropped: bytes that
+ * pages mapped anywhere, dirty or under writeback).  A range with dirty
+ * pages or pages under writeback is not advised (DONTNEED would start
+ * the writeback itself and may wait): it goes to left, to be tried again.  *dropped: bytes that
  * left the cache; ranges still partly cached after it (*left, may be NULL)
  * are added to left.  Returns 0 or the first -errno.
  */

@@ -75,6 +75,7 @@
 /* Planned per stream per look: fadvise(DONTNEED) of a gigabyte takes the
  * kernel ~100 ms, which a status request would wait for. */
 #define DROP_MAX (UINT64_C(64) << 20)
+#define WB_MAX (UINT64_C(64) << 20) /* writeback started per write stream per look */
 
 struct fdw_file {
 	int fd;
@@ -103,7 +104,7 @@ struct fdw_proc {
 	uint64_t io;
 	bool io_known, maps_checked, lib, dead;
 	uint64_t fds_ns;   /* last scan of its descriptors */
-	int fd_resume;     /* a scan cut short goes on after this number */
+	int fd_resume;     /* a scan cut short goes on after this number (-1: from the first) */
 	uint64_t seen_ns;
 	struct fdw_file *f;
 	size_t nf;
@@ -293,6 +294,7 @@ static struct fdw_proc *proc_get(struct msqd_fdwatch *w, pid_t pid, struct fdw_c
 	}
 	p->pid = pid;
 	p->cg = cg;
+	p->fd_resume = -1;
 	memmove(&w->p[i + 1], &w->p[i], (w->np - i) * sizeof(*w->p));
 	w->p[i] = p;
 	w->np++;
@@ -386,7 +388,7 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 	char path[128];
 	struct dirent *de;
 	unsigned looked = 0;
-	int dfd, next_resume = 0;
+	int dfd, next_resume = -1;
 	DIR *dir;
 
 	p->fds_ns = d->now_ns;
@@ -446,7 +448,7 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 		p->f[p->nf++] = f;
 	}
 	/* All read: the next scan starts from the first descriptor again. */
-	p->fd_resume = de ? next_resume : 0;
+	p->fd_resume = de ? next_resume : -1;
 	closedir(dir);
 }
 
@@ -541,6 +543,8 @@ static int act(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struc
 		if (writable && pos > g->pol->lag / 2) {
 			uint64_t wb = msqd_fdseq_floor(pos - g->pol->lag / 2);
 
+			if (wb > f->wb_done + WB_MAX)
+				wb = f->wb_done + WB_MAX;
 			if (wb > f->wb_done && msqd_fdact_writeback(dup, f->wb_done, wb) == 0)
 				f->wb_done = wb;
 		}

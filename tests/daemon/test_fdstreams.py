@@ -109,7 +109,7 @@ def program(name, wd, src, pre):
     if name == "restic":
         rs = shutil.which("restic") or skip("restic not installed")
         return [rs, "--repo", os.path.join(wd, "repo"), "--insecure-no-password", "backup",
-                "--no-scan", os.path.join(wd, "src")], None, [os.path.join(wd, "repo")], False
+                os.path.join(wd, "src")], None, [os.path.join(wd, "repo")], False
     skip("unknown program %s" % name)
 
 
@@ -233,7 +233,8 @@ def case_attack(what):
                 extra = [big, "10000"]
             elif what == "kinds":
                 fifo = os.path.join(w.path, "fifo")
-                os.mkfifo(fifo, 0o666)
+                os.mkfifo(fifo)
+                os.chmod(fifo, 0o666)
                 tmpdir = "/dev/shm/msq-fd-attack-%d" % os.getpid()
                 os.mkdir(tmpdir, 0o755)
                 tf = os.path.join(tmpdir, "t")
