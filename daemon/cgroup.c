@@ -10,14 +10,15 @@
 #include <unistd.h>
 
 #include "../common/fault.h"
-#include "daemon.h"
+#include "../common/kernel_switch.h"
+#include "msqd.h"
 #include "log.h"
 
 /* Reads a small file into buf (NUL-terminated) through a descriptor kept
  * in *fd: opened on first use, and closed when a read fails (the cgroup
  * went away), to be opened again by path next time.  A watch reads its
  * files fifty times a second; looking their paths up each time was a
- * quarter of an idle daemon's CPU.  Returns length or -errno. */
+ * large share of an idle daemon's CPU.  Returns length or -errno. */
 static ssize_t read_kept(const char *path, int *fd, char *buf, size_t len)
 {
 	ssize_t n;
@@ -215,7 +216,7 @@ struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layou
 {
 	struct msqd_cg *g;
 
-	for (g = d->cgs; g; g = g->next)
+	for (g = d->cgs.list; g; g = g->next)
 		if (g->layout == layout && !strcmp(g->path, path))
 			return g;
 	if (MSQ_FAULT("madvseq/alloc") || !(g = calloc(1, sizeof(*g))))
@@ -226,16 +227,16 @@ struct msqd_cg *msqd_cg_get(struct msqd *d, const char *path, enum msqd_cg_layou
 	}
 	g->layout = layout;
 	g->intake.fd = -1;
-	g->pol = msqd_conf_resolve(&d->conf, path, &g->section);
-	g->next = d->cgs;
-	d->cgs = g;
+	g->pol = msqd_conf_resolve(&d->set.conf, path, &g->section);
+	g->next = d->cgs.list;
+	d->cgs.list = g;
 	return g;
 }
 
 void msqd_cg_reresolve(struct msqd *d)
 {
-	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
-		g->pol = msqd_conf_resolve(&d->conf, g->path, &g->section);
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
+		g->pol = msqd_conf_resolve(&d->set.conf, g->path, &g->section);
 		g->gate_checked_ns = 0;
 	}
 }
@@ -260,7 +261,7 @@ bool msqd_gate_open(struct msqd *d, struct msqd_cg *g)
 	if (g->gate_checked_ns && d->now_ns - g->gate_checked_ns < GATE_RECHECK_NS)
 		return g->gate_open;
 	g->gate_checked_ns = d->now_ns;
-	if (msqd_cgroup_pressure(d->cg_root, d->proc_root, g->path, g->layout, &g->pr) < 0) {
+	if (msqd_cgroup_pressure(d->set.cg_root, d->set.proc_root, g->path, g->layout, &g->pr) < 0) {
 		/* Cannot tell: act, as without a gate. */
 		g->gate_open = true;
 		return true;
@@ -285,15 +286,15 @@ void msqd_cg_reap(struct msqd *d)
 	char dir[4096];
 	struct stat st;
 
-	if (d->now_ns - d->cg_reaped_ns < REAP_NS)
+	if (d->now_ns - d->cgs.reaped_ns < REAP_NS)
 		return;
-	d->cg_reaped_ns = d->now_ns;
-	for (struct msqd_cg **pp = &d->cgs, *g; (g = *pp);) {
-		if (g->clients || g->regions || g->leftovers || g == d->cur_cg) {
+	d->cgs.reaped_ns = d->now_ns;
+	for (struct msqd_cg **pp = &d->cgs.list, *g; (g = *pp);) {
+		if (g->clients || g->regions || g->leftovers) {
 			pp = &g->next;
 			continue;
 		}
-		msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+		msqd_cgroup_dir(d->set.cg_root, g->path, g->layout, dir, sizeof(dir));
 		if (stat(dir, &st) == 0 || errno != ENOENT) {
 			pp = &g->next;
 			continue;
@@ -304,6 +305,40 @@ void msqd_cg_reap(struct msqd *d)
 			close(g->intake.fd);
 		free(g->path);
 		free(g);
-		d->cgs_freed++;
+		d->cgs.freed++;
 	}
+}
+
+void msqd_kernel_recheck(struct msqd *d)
+{
+	/* The patched kernel's own drop-behind, checked once a second: with it
+	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
+	if (d->now_ns - d->ks.checked_ns >= UINT64_C(1000000000) || !d->ks.checked_ns) {
+		int k = msq_kernel_dropbehind_state(d->set.proc_root);
+
+		if (k != d->ks.state && d->ks.checked_ns)
+			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		d->ks.state = k;
+		d->ks.checked_ns = d->now_ns;
+	}
+}
+
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g)
+{
+	if (d->ks.state == 1)
+		return true;
+	if (!g || g->layout != MSQD_CG_V2)
+		return false; /* the per-cgroup file is cgroup v2's */
+	if (d->now_ns - g->kernel_checked_ns >= UINT64_C(1000000000) || !g->kernel_checked_ns) {
+		int k = msq_kernel_dropbehind_cgroup_state(d->set.cg_root, g->path);
+
+		if ((k == 1) != (g->kernel_state == 1) && (g->kernel_checked_ns || k == 1))
+			log_info("cgroup %s: kernel drop-behind (%s) is now %s", g->path,
+				 MSQ_KERNEL_DROPBEHIND_CGFILE,
+				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
+		g->kernel_state = k;
+		g->kernel_checked_ns = d->now_ns;
+	}
+	return g->kernel_state == 1;
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "counters.h"
+
 enum msqd_cg_layout {
 	MSQD_CG_V2 = 2, /* <root>/<path>/memory.{current,max,pressure} */
 	MSQD_CG_V1 = 1, /* <root>/memory/<path>/memory.{usage,limit}_in_bytes */
@@ -60,7 +62,7 @@ int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layou
 int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v);
 
 /*
- * The daemon's record of each cgroup seen (struct msqd_cg, daemon.h):
+ * The daemon's record of each cgroup seen (struct msqd_cg, below):
  * found or made by path; policies resolved again after a reload; and the
  * pressure gate, which lets the daemon act only where memory is tight
  * enough (as the cgroup's policy says).
@@ -77,5 +79,64 @@ bool msqd_gate_decide(const struct msqd_policy *p, const struct msqd_pressure *p
 bool msqd_gate_open(struct msqd *d, struct msqd_cg *g);
 /* Frees the records of removed cgroups nothing refers to (once a second). */
 void msqd_cg_reap(struct msqd *d);
+
+/* Reads the kernel's drop-behind switch again if a second has passed (each
+ * cycle, and each status: an idle daemon runs no cycles). */
+void msqd_kernel_recheck(struct msqd *d);
+/* Whether the kernel drops behind MADV_SEQUENTIAL faults in cgroup g: its
+ * sysctl is on, or g's own switch (memory.seq_read_dropbehind, cgroup v2,
+ * set on g or an ancestor), read again if a second has passed. */
+bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g);
+
+/* The types of the daemon's cgroup records. */
+/* Discovery's watch on a counter of pages coming into the page cache
+ * (discover.c): a scan is started once `trigger' pages came in since the
+ * last scan, no sooner than gap_ns after it. */
+struct msqd_intake {
+	int fd;              /* the counter's file, kept open; -1: not (yet) */
+	uint64_t base;       /* the counter at the last scan (or first look) */
+	uint64_t last;       /* the counter at the last look */
+	bool known;
+	uint64_t gap_ns;     /* doubles while triggered scans find nothing */
+	uint64_t scanned_ns;
+};
+
+/* One per cgroup path seen; lives until it is removed and nothing refers
+ * to it (msqd_cg_reap), or the daemon exits. */
+struct msqd_cg {
+	char *path;
+	enum msqd_cg_layout layout;
+	const struct msqd_policy *pol; /* into the current configuration */
+	const char *section;           /* winning section, NULL: built-in */
+	uint64_t dropped, kept_strong, kept_mapped;
+	uint64_t streamed; /* how far its mapped streams' readers moved on */
+	struct msqd_read_counts read; /* what its shims' read paths reported */
+	unsigned clients, regions;
+	unsigned leftovers; /* exit drops queued with it */
+	bool gate_open;
+	uint64_t gate_checked_ns;
+	struct msqd_pressure pr;
+	struct msqd_intake intake; /* discovery's watch on its page-cache intake */
+	/* The kernel's per-cgroup drop-behind (memory.seq_read_dropbehind of
+	 * it or an ancestor, cgroup v2): 1 on, 0 off, < 0 absent; read again
+	 * at most once a second (msqd_kernel_covers()). */
+	int kernel_state;
+	uint64_t kernel_checked_ns;
+	struct msqd_cg *next;
+};
+
+/* The cgroups seen (cgroup.c). */
+struct msqd_cgroups {
+	struct msqd_cg *list;
+	uint64_t reaped_ns; /* the last look for removed ones */
+	uint64_t freed;     /* removed cgroups forgotten */
+};
+
+/* The machine-wide drop-behind switch (vm.seq_read_dropbehind), read at
+ * most once a second (msqd_kernel_recheck). */
+struct msqd_kernel_switch {
+	int state;           /* 1 on, 0 off, < 0 absent */
+	uint64_t checked_ns;
+};
 
 #endif

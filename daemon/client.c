@@ -15,6 +15,7 @@
 #include <linux/unix_diag.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -24,10 +25,11 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "client.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "exitdrop.h"
 #include "log.h"
 #include "regions.h"
+#include "util.h"
 
 /* How long a client whose socket ended with regions still registered
  * has to count as exited (see msqd_server_readable). */
@@ -54,23 +56,23 @@ struct msqd_client *msqd_client_new(struct msqd *d, int fd, int pidfd, pid_t pid
 	msq_engine_init(&c->eng, pidfd, MSQ_DEFAULT_LAG);
 	c->wsock = (struct msqd_watch){ MSQD_W_SOCK, c };
 	c->wpid = (struct msqd_watch){ MSQD_W_PIDFD, c };
-	if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd,
+	if (fd >= 0 && epoll_ctl(d->srv.epfd, EPOLL_CTL_ADD, fd,
 				 &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &c->wsock }) < 0)
 		goto fail;
 	/* The pidfd turns readable when the process exits. */
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, pidfd,
+	if (epoll_ctl(d->srv.epfd, EPOLL_CTL_ADD, pidfd,
 		      &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &c->wpid }) < 0) {
 		if (fd >= 0)
-			epoll_ctl(d->epfd, EPOLL_CTL_DEL, fd, NULL);
+			epoll_ctl(d->srv.epfd, EPOLL_CTL_DEL, fd, NULL);
 		goto fail;
 	}
-	c->next = d->clients;
-	if (d->clients)
-		d->clients->prev = c;
-	d->clients = c;
-	d->nclients++;
+	c->next = d->cl.list;
+	if (d->cl.list)
+		d->cl.list->prev = c;
+	d->cl.list = c;
+	d->cl.n++;
 	if (fd < 0)
-		d->ndiscovered++;
+		d->cl.ndiscovered++;
 	return c;
 fail:
 	free(c);
@@ -83,10 +85,10 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 	enum msqd_cg_layout layout;
 	int rc;
 
-	if ((rc = msqd_cgroup_of(d->proc_root, c->pid, path, sizeof(path), &layout)) < 0)
+	if ((rc = msqd_cgroup_of(d->set.proc_root, c->pid, path, sizeof(path), &layout)) < 0)
 		return rc;
 	/* The pagemap first: it binds the mm the rights are checked for. */
-	if ((rc = msq_pagemap_open(&c->eng.pm, d->proc_root, c->pid, 0)) < 0)
+	if ((rc = msq_pagemap_open(&c->eng.pm, d->set.proc_root, c->pid, 0)) < 0)
 		return rc;
 	if ((rc = msqd_client_may_act(d, c)) < 0)
 		return rc;
@@ -97,9 +99,9 @@ int msqd_client_attach(struct msqd *d, struct msqd_client *c)
 	{
 		char stat[256];
 
-		snprintf(stat, sizeof(stat), "%s/%d/stat", d->proc_root, (int)c->pid);
+		snprintf(stat, sizeof(stat), "%s/%d/stat", d->set.proc_root, (int)c->pid);
 		c->statfd = open(stat, O_RDONLY | O_CLOEXEC);
-		snprintf(stat, sizeof(stat), "%s/%d/schedstat", d->proc_root, (int)c->pid);
+		snprintf(stat, sizeof(stat), "%s/%d/schedstat", d->set.proc_root, (int)c->pid);
 		c->schedfd = open(stat, O_RDONLY | O_CLOEXEC);
 	}
 	/* Opened while the pidfd's process is alive: the pid named that
@@ -127,7 +129,7 @@ void msqd_client_closing(struct msqd *d, struct msqd_client *c)
 	if (c->closing_ns)
 		return;
 	if (c->fd >= 0)
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		epoll_ctl(d->srv.epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->closing_ns = d->now_ns + EXIT_WAIT_NS;
 }
 
@@ -149,13 +151,13 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	if (c->cg)
 		c->cg->clients--;
 	if (c->fd >= 0) {
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		epoll_ctl(d->srv.epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
-		d->nshim -= c->counted;
+		d->cl.nshim -= c->counted;
 	} else {
-		d->ndiscovered--;
+		d->cl.ndiscovered--;
 	}
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	epoll_ctl(d->srv.epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	close(c->pidfd);
 	msq_pagemap_close(&c->eng.pm);
 	if (c->statfd >= 0)
@@ -166,10 +168,10 @@ void msqd_client_drop(struct msqd *d, struct msqd_client *c, const char *why)
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		d->clients = c->next;
+		d->cl.list = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	d->nclients--;
+	d->cl.n--;
 	free(c);
 }
 
@@ -343,7 +345,7 @@ static bool has_mm(struct msqd *d, const struct msqd_client *c)
 	_cleanup_close_ int fd = -1;
 	uint64_t e;
 
-	snprintf(path, sizeof(path), "%s/%d/pagemap", d->proc_root, (int)c->pid);
+	snprintf(path, sizeof(path), "%s/%d/pagemap", d->set.proc_root, (int)c->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd >= 0 && pread(fd, &e, sizeof(e), 0) == (ssize_t)sizeof(e) && msqd_pidfd_alive(c->pidfd);
 }
@@ -369,8 +371,8 @@ int msqd_client_may_act(struct msqd *d, struct msqd_client *c)
 	if (c->denied)
 		return -EPERM;
 	if (c->uid != 0) {
-		snprintf(path, sizeof(path), "%s/%d", d->proc_root, (int)c->pid);
-		if (msqd_proc_uids(d->proc_root, c->pid, &r, &e, &s) < 0 || stat(path, &st) < 0)
+		snprintf(path, sizeof(path), "%s/%d", d->set.proc_root, (int)c->pid);
+		if (msqd_proc_uids(d->set.proc_root, c->pid, &r, &e, &s) < 0 || stat(path, &st) < 0)
 			return -ESRCH;
 		if (r != c->uid || e != c->uid || s != c->uid || st.st_uid != c->uid)
 			return -EPERM;
@@ -389,7 +391,7 @@ void msqd_client_deny(struct msqd *d, struct msqd_client *c, const char *why)
 	if (!c->denied) {
 		log_info("pid %d (uid %u): %s; no longer acting on it", (int)c->pid, (unsigned)c->uid,
 			 why);
-		d->denied_clients++;
+		d->cl.denied++;
 	}
 	c->denied = true;
 	while (c->nr)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Clients: their lifetime (new, attached, closing, dropped) and their
- * identity, which comes from the kernel only (see daemon.h).
+ * identity, which comes from the kernel only (struct msqd_client below).
  */
 #ifndef MSQD_CLIENT_H
 #define MSQD_CLIENT_H
@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+
+#include "../common/stream.h"
+#include "counters.h"
 
 struct msqd;
 struct msqd_client;
@@ -34,5 +37,57 @@ bool msqd_client_same_mm(const struct msqd_client *c);
 int msqd_client_may_act(struct msqd *d, struct msqd_client *c);
 /* Takes the client's rights away for good (its regions go undropped). */
 void msqd_client_deny(struct msqd *d, struct msqd_client *c, const char *why);
+
+/* What an epoll event of the daemon's stands for (main.c). */
+enum { MSQD_W_LISTEN, MSQD_W_SOCK, MSQD_W_PIDFD, MSQD_W_SIGNAL };
+struct msqd_watch {
+	int kind;
+	struct msqd_client *c;
+};
+
+/*
+ * A managed process: a shim that connected (fd >= 0) or a process found by
+ * discovery (fd == -1).  Its identity is a pidfd taken from the kernel
+ * (SO_PEERPIDFD, or SO_PEERCRED + pidfd_open checked against the socket),
+ * never from a message; its pagemap is opened while that pidfd shows it
+ * alive, so pid reuse cannot point either at another process.
+ */
+struct msqd_client {
+	int fd;     /* socket; -1: found by discovery */
+	int pidfd;
+	pid_t pid;
+	uid_t uid;
+	bool hello, ctl;
+	bool denied;          /* lost its rights (exec, credentials): refused from now on */
+	bool dead;           /* its address space is gone (process_madvise: ESRCH) */
+	uint64_t closing_ns; /* going (msqd_client_closing): dropped at this time, or when it exits */
+	bool counted; /* in nshim */
+	uint64_t since_ns;
+	struct msqd_cg *cg;
+	struct msq_engine eng; /* pidfd and the client's pagemap */
+	int statfd;            /* /proc/PID/stat: page-fault counters */
+	int schedfd;           /* /proc/PID/schedstat: time on CPU */
+	uint64_t runtime;      /* of the main thread, at the last stat read */
+	long threads;          /* from stat; schedstat covers one thread only */
+	uint64_t faults;       /* minflt + majflt at the last full cycle */
+	uint64_t full_ns;      /* when its regions were last cycled */
+	uint64_t cycle_round;  /* the last round of cycles that looked at it (cycle.c) */
+	bool busy;             /* the last cycle dropped something or failed */
+	struct msqd_region **r;
+	size_t nr, cap;
+	uint64_t bytes;        /* sum of its regions' lengths (max_client_bytes) */
+	size_t mem;            /* the daemon's bookkeeping for it (max_client_memory) */
+	uint64_t proto_errors;
+	struct msqd_read_counts read; /* what its read path reported */
+	struct msqd_watch wsock, wpid;
+	struct msqd_client *prev, *next;
+};
+
+/* All clients (client.c). */
+struct msqd_clients {
+	struct msqd_client *list;
+	unsigned n, nshim, ndiscovered;
+	uint64_t denied; /* clients refused for their rights (exec, credentials) */
+};
 
 #endif

@@ -85,4 +85,12 @@ void msqd_conf_print(const struct msqd_conf *c, FILE *f);
 /* True if any section has discover = yes. */
 bool msqd_conf_any_discover(const struct msqd_conf *c);
 
+/* What the daemon runs with: where /proc and cgroupfs are, its socket,
+ * and the configuration in use (swapped whole by a reload, main.c). */
+struct msqd_settings {
+	const char *proc_root, *cg_root, *config_path;
+	char socket[108];
+	struct msqd_conf conf;
+};
+
 #endif

@@ -10,16 +10,17 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/kernel_switch.h"
 #include "client.h"
 #include "cycle.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "log.h"
 #include "refs.h"
 #include "regions.h"
+#include "util.h"
 
 #define IDLE_RECHECK_NS (UINT64_C(1000) * 1000 * 1000)
 /* The most one cycle takes before it leaves the rest to the next. */
@@ -83,8 +84,8 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 	const struct msqd_policy *p = c->cg->pol;
 
 	c->eng.lag = p->lag;
-	c->eng.filter = p->strong_refs && d->refs_ok ? msqd_refs_filter : NULL;
-	c->eng.filter_arg = d;
+	c->eng.filter = p->strong_refs && d->refs.ok ? msqd_refs_filter : NULL;
+	c->eng.filter_arg = NULL; /* set for each cycle (cycle_region) */
 }
 
 /* Drops s as its policy says (one cycle, or all of it when flush);
@@ -94,16 +95,17 @@ static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_st
 	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
 	uint64_t at = msq_stream_progress(s), now_at;
 	size_t ncursors = s->cursors.n;
+	struct msqd_refs_check chk = { d, c->cg };
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
-	d->cur_cg = c->cg;
+	c->eng.filter_arg = &chk;
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
-	d->cur_cg = NULL;
-	d->advice_cpu_ns += c->eng.advice_cpu_ns - adv;
+	c->eng.filter_arg = NULL;
+	d->cyc.advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
-	d->dropped_total += s->st.dropped - before;
+	d->cnt.dropped += s->st.dropped - before;
 	/* How far its readers moved on (a sum of cursor addresses: only
 	 * comparable while the cursors are the same ones). */
 	now_at = msq_stream_progress(s);
@@ -131,7 +133,7 @@ int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, 
 	/* (A snapshot still being taken: what is left of it, now, within the
 	 * walk budget; else nothing is dropped.) */
 	if (!c->cg || c->dead || c->cg->pol->mode == MSQ_MODE_OFF || !msqd_gate_open(d, c->cg) ||
-	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->conf.walk_budget_ns) ||
+	    !msqd_region_snapshot_now(d, c, r, msqd_now_ns() + d->set.conf.walk_budget_ns) ||
 	    (r->kernel_fs && msqd_kernel_covers(d, c->cg)))
 		return 0;
 	if (start < r->s.start)
@@ -158,53 +160,19 @@ int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, 
 	return rc;
 }
 
-void msqd_kernel_recheck(struct msqd *d)
-{
-	/* The patched kernel's own drop-behind, checked once a second: with it
-	 * on, MADV_SEQUENTIAL mappings of the filesystems it covers are its. */
-	if (d->now_ns - d->kernel_checked_ns >= UINT64_C(1000000000) || !d->kernel_checked_ns) {
-		int k = msq_kernel_dropbehind_state(d->proc_root);
-
-		if (k != d->kernel_state && d->kernel_checked_ns)
-			log_info("kernel drop-behind (%s) is now %s", MSQ_KERNEL_DROPBEHIND_SYSCTL,
-				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
-		d->kernel_state = k;
-		d->kernel_checked_ns = d->now_ns;
-	}
-}
-
-bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g)
-{
-	if (d->kernel_state == 1)
-		return true;
-	if (!g || g->layout != MSQD_CG_V2)
-		return false; /* the per-cgroup file is cgroup v2's */
-	if (d->now_ns - g->kernel_checked_ns >= UINT64_C(1000000000) || !g->kernel_checked_ns) {
-		int k = msq_kernel_dropbehind_cgroup_state(d->cg_root, g->path);
-
-		if ((k == 1) != (g->kernel_state == 1) && (g->kernel_checked_ns || k == 1))
-			log_info("cgroup %s: kernel drop-behind (%s) is now %s", g->path,
-				 MSQ_KERNEL_DROPBEHIND_CGFILE,
-				 k == 1 ? "on: covered mappings are left to the kernel" : "off");
-		g->kernel_state = k;
-		g->kernel_checked_ns = d->now_ns;
-	}
-	return g->kernel_state == 1;
-}
-
 uint64_t msqd_cycle(struct msqd *d)
 {
 	uint64_t t0 = msqd_now_ns(), total = 0, moved = 0, left_to_kernel = 0;
 	/* Idle clients due for a look are spread over cycles, a few each,
 	 * so thousands of them never make one cycle long. */
-	unsigned rechecks = 0, budget = d->nclients / 512 + 1;
+	unsigned rechecks = 0, budget = d->cl.n / 512 + 1;
 
 	msqd_kernel_recheck(d);
 	bool whole = true;
 
-	if (!d->cycle_round)
-		d->cycle_round = 1;
-	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+	if (!d->cyc.round)
+		d->cyc.round = 1;
+	for (struct msqd_client *c = d->cl.list, *next; c; c = next) {
 		const struct msqd_policy *p;
 
 		next = c->next;
@@ -212,13 +180,13 @@ uint64_t msqd_cycle(struct msqd *d)
 		 * CYCLE_BUDGET_NS (hundreds of new clients, each looked at
 		 * whole the first time) goes on in the next cycle, so that
 		 * the daemon keeps answering meanwhile. */
-		if (c->cycle_round == d->cycle_round)
+		if (c->cycle_round == d->cyc.round)
 			continue;
 		if (msqd_now_ns() - t0 >= CYCLE_BUDGET_NS) {
 			whole = false;
 			break;
 		}
-		c->cycle_round = d->cycle_round;
+		c->cycle_round = d->cyc.round;
 		if (!c->nr || !c->cg || c->dead || c->closing_ns)
 			continue;
 		p = c->cg->pol;
@@ -240,7 +208,7 @@ uint64_t msqd_cycle(struct msqd *d)
 
 			if (known && f == c->faults &&
 			    (d->now_ns - c->full_ns < IDLE_RECHECK_NS || rechecks >= budget)) {
-				d->idle_skips++;
+				d->cyc.idle_skips++;
 				continue;
 			}
 			if (known && f == c->faults)
@@ -289,18 +257,18 @@ uint64_t msqd_cycle(struct msqd *d)
 					  (unsigned long long)s->start, strerror((int)-rc));
 		}
 	}
-	d->kernel_regions = left_to_kernel;
+	d->cyc.kernel_regions = left_to_kernel;
 	if (whole)
-		d->cycle_round++;
-	d->cycles++;
-	d->last_cycle_ns = msqd_now_ns() - t0;
-	if (d->last_cycle_ns > d->max_cycle_ns)
-		d->max_cycle_ns = d->last_cycle_ns;
+		d->cyc.round++;
+	d->cyc.n++;
+	d->cyc.last_ns = msqd_now_ns() - t0;
+	if (d->cyc.last_ns > d->cyc.max_ns)
+		d->cyc.max_ns = d->cyc.last_ns;
 	/* Fast streams: about TARGET_PER_CYCLE a cycle; idle: back to the
 	 * configured interval. */
-	d->sleep_ns = msq_next_period(d->sleep_ns, total, moved, TARGET_PER_CYCLE, 1000000,
-				      d->conf.interval_ns);
+	d->cyc.sleep_ns = msq_next_period(d->cyc.sleep_ns, total, moved, TARGET_PER_CYCLE, 1000000,
+				      d->set.conf.interval_ns);
 	if (!whole)
-		d->sleep_ns = 1000000; /* the rest of the round, soon */
+		d->cyc.sleep_ns = 1000000; /* the rest of the round, soon */
 	return total;
 }

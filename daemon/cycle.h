@@ -24,12 +24,15 @@ uint64_t msqd_cycle(struct msqd *d);
  * and 0 is returned. */
 int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, uint64_t start,
 			       uint64_t end);
-/* Reads the kernel's drop-behind switch again if a second has passed (each
- * cycle, and each status: an idle daemon runs no cycles). */
-void msqd_kernel_recheck(struct msqd *d);
-/* Whether the kernel drops behind MADV_SEQUENTIAL faults in cgroup g: its
- * sysctl is on, or g's own switch (memory.seq_read_dropbehind, cgroup v2,
- * set on g or an ancestor), read again if a second has passed. */
-bool msqd_kernel_covers(struct msqd *d, struct msqd_cg *g);
+/* The cycles' schedule and figures (cycle.c). */
+struct msqd_cycles {
+	uint64_t next_ns;   /* when the next cycle is due */
+	uint64_t sleep_ns;  /* the period: the interval, shorter while streams run */
+	uint64_t n, last_ns, max_ns; /* cycles run; how long the last and longest took */
+	uint64_t round;     /* rounds over all clients, each one or more cycles */
+	uint64_t idle_skips; /* clients left alone: no page faults since last time */
+	uint64_t kernel_regions; /* regions left to the kernel in the last cycle */
+	uint64_t advice_cpu_ns;  /* CPU spent inside process_madvise (reclaim) */
+};
 
 #endif

@@ -21,7 +21,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,11 +31,12 @@
 #include "../common/maps.h"
 #include "../common/sys.h"
 #include "client.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "discover.h"
 #include "exitdrop.h"
 #include "log.h"
 #include "regions.h"
+#include "util.h"
 
 #define MAX_SR 256
 #define SMAPS_MAX (UINT64_C(64) << 20)
@@ -43,9 +46,9 @@
 #define SCAN_SLICE_NS (UINT64_C(10) * 1000 * 1000)
 /* The watch slows down after this many looks saw no counter move... */
 #define QUIET_WATCHES 5
-/* ...to this many times discover_watch: a look costs about 10 us, and a
- * stream from a warm disk reads 300 MiB in the 100 ms a factor of 5 gave,
- * a third of a 1 GiB cgroup before the scan starts. */
+/* ...to this many times discover_watch: a look is cheap, and a longer
+ * pause lets a fast stream fill much of its cgroup before the scan
+ * starts (tests/bench/RESULTS.md). */
 #define QUIET_FACTOR 2
 
 struct sr_vma {
@@ -162,7 +165,7 @@ static size_t parse_smaps(char *text, struct sr_vma *out, size_t max, bool *comp
 
 static struct msqd_client *find_discovered(struct msqd *d, pid_t pid)
 {
-	for (struct msqd_client *c = d->clients; c; c = c->next)
+	for (struct msqd_client *c = d->cl.list; c; c = c->next)
 		if (c->fd < 0 && c->pid == pid)
 			return c;
 	return NULL;
@@ -233,7 +236,7 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	bool over, complete;
 	int pidfd;
 
-	if (msqd_cgroup_of(d->proc_root, pid, path, sizeof(path), &layout) < 0)
+	if (msqd_cgroup_of(d->set.proc_root, pid, path, sizeof(path), &layout) < 0)
 		return 0;
 	g = msqd_cg_get(d, path, layout);
 	if (!g || !g->pol->discover || g->pol->mode == MSQ_MODE_OFF) {
@@ -249,22 +252,22 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 			return 0;
 		pidfd = own_pidfd;
 	}
-	snprintf(file, sizeof(file), "%s/%d/smaps", d->proc_root, (int)pid);
+	snprintf(file, sizeof(file), "%s/%d/smaps", d->set.proc_root, (int)pid);
 	if (MSQ_FAULT("madvseq/daemon/proc/smaps") || slurp(file, &text, &len) < 0)
 		return 0;
 	if (!msqd_pidfd_alive(pidfd))
 		return 0;
 	n = parse_smaps(text, v, MAX_SR, &complete);
-	over = !c && n && (d->ndiscovered >= d->conf.max_discovered ||
-			   d->nclients >= d->conf.max_clients);
+	over = !c && n && (d->cl.ndiscovered >= d->set.conf.max_discovered ||
+			   d->cl.n >= d->set.conf.max_clients);
 	if (over) {
 		/* (max_discovered: a flood of such processes costs the
 		 * daemon no more than that many clients) */
-		if (!d->discover_limit_warned)
+		if (!d->disc.limit_warned)
 			log_warn("%u processes managed through discovery: leaving pid %d and more "
-				 "alone (max_discovered, max_clients)", d->ndiscovered, (int)pid);
-		d->discover_limit_warned = true;
-		d->discover_refused++;
+				 "alone (max_discovered, max_clients)", d->cl.ndiscovered, (int)pid);
+		d->disc.limit_warned = true;
+		d->disc.refused++;
 	}
 	if (!c && n && !over) {
 		c = msqd_client_new(d, -1, own_pidfd, pid, 0);
@@ -298,12 +301,12 @@ struct scan {
 static int scan_begin(struct msqd *d, struct scan *sc)
 {
 	*sc = (struct scan){ .self = getpid() };
-	if (!(sc->shims = malloc((d->nclients + 1) * sizeof(*sc->shims))) ||
+	if (!(sc->shims = malloc((d->cl.n + 1) * sizeof(*sc->shims))) ||
 	    !(sc->v = calloc(MAX_SR, sizeof(*sc->v)))) {
 		free(sc->shims);
 		return -ENOMEM;
 	}
-	for (struct msqd_client *c = d->clients; c; c = c->next)
+	for (struct msqd_client *c = d->cl.list; c; c = c->next)
 		if (c->fd >= 0 && c->hello && !c->ctl)
 			sc->shims[sc->ns++] = c->pid;
 	qsort(sc->shims, sc->ns, sizeof(*sc->shims), cmp_pid);
@@ -338,19 +341,19 @@ static int disk_intake(struct msqd *d, uint64_t *pages)
 	char file[256];
 	int rc;
 
-	snprintf(file, sizeof(file), "%s/vmstat", d->proc_root);
-	if ((rc = msqd_stat_file_value(file, &d->disk_intake.fd, "pgpgin", pages)) < 0)
+	snprintf(file, sizeof(file), "%s/vmstat", d->set.proc_root);
+	if ((rc = msqd_stat_file_value(file, &d->disc.disk_intake.fd, "pgpgin", pages)) < 0)
 		return rc;
 	*pages /= 4;
 	/* Streams already managed read from disk what the daemon drops: not
 	 * news (and a managed stream would otherwise keep starting scans). */
-	*pages -= *pages > d->dropped_total / 4096 ? d->dropped_total / 4096 : *pages;
+	*pages -= *pages > d->cnt.dropped / 4096 ? d->cnt.dropped / 4096 : *pages;
 	return 0;
 }
 
 static int cgroup_intake(struct msqd *d, struct msqd_cg *g, uint64_t *pages)
 {
-	int rc = msqd_cgroup_intake(d->cg_root, g->path, g->layout, &g->intake.fd, pages);
+	int rc = msqd_cgroup_intake(d->set.cg_root, g->path, g->layout, &g->intake.fd, pages);
 
 	/* v1 counts every charge, the pages of managed streams too: less
 	 * what the daemon dropped there.  (v2's file + pgsteal already
@@ -370,7 +373,7 @@ static bool intake_due(struct msqd *d, struct msqd_intake *w, uint64_t v)
 		w->known = true;
 		return false;
 	}
-	if (v - w->base < d->conf.discover_trigger / 4096) {
+	if (v - w->base < d->set.conf.discover_trigger / 4096) {
 		/* Quiet for a whole gap: the next burst is news again. */
 		if (w->gap_ns > SCAN_GAP_MIN_NS && d->now_ns - w->scanned_ns >= w->gap_ns)
 			w->gap_ns = SCAN_GAP_MIN_NS;
@@ -394,8 +397,8 @@ static void intake_scanned(struct msqd *d, struct msqd_intake *w, int rc, uint64
 	if (!triggered)
 		return;
 	w->gap_ns = added ? SCAN_GAP_MIN_NS : w->gap_ns * 2;
-	if (w->gap_ns > d->conf.discover_interval_ns)
-		w->gap_ns = d->conf.discover_interval_ns;
+	if (w->gap_ns > d->set.conf.discover_interval_ns)
+		w->gap_ns = d->set.conf.discover_interval_ns;
 }
 
 static unsigned full_scan(struct msqd *d)
@@ -408,22 +411,22 @@ static unsigned full_scan(struct msqd *d)
 	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
 	bool whole = true;
 
-	if (!d->scan_resume_pid)
-		d->discover_scans++;
+	if (!d->disc.resume_pid)
+		d->disc.scans++;
 	if (scan_begin(d, &sc) < 0)
 		return 0;
 	/* /proc lists pids in increasing order: a scan cut short at the
 	 * slice's end goes on after the last pid it read, next turn. */
-	if ((dir = opendir(d->proc_root))) {
+	if ((dir = opendir(d->set.proc_root))) {
 		while ((de = readdir(dir))) {
 			char *end;
 			long pid = strtol(de->d_name, &end, 10);
 
-			if (*end || pid <= d->scan_resume_pid || pid <= 0 || pid >= INT_MAX)
+			if (*end || pid <= d->disc.resume_pid || pid <= 0 || pid >= INT_MAX)
 				continue;
 			added += scan_one(d, &sc, (pid_t)pid);
 			if (msqd_now_ns() >= until) {
-				d->scan_resume_pid = (pid_t)pid;
+				d->disc.resume_pid = (pid_t)pid;
 				whole = false;
 				break;
 			}
@@ -431,7 +434,7 @@ static unsigned full_scan(struct msqd *d)
 		closedir(dir);
 	}
 	if (whole)
-		d->scan_resume_pid = 0;
+		d->disc.resume_pid = 0;
 	scan_end(&sc);
 	return added;
 }
@@ -443,13 +446,13 @@ static unsigned full_scan_noting(struct msqd *d, bool triggered)
 	int rc = disk_intake(d, &v);
 	unsigned added;
 
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->pol->discover)
 			g->intake.known = cgroup_intake(d, g, &g->intake.base) == 0;
 	added = full_scan(d);
 	d->now_ns = msqd_now_ns();
-	intake_scanned(d, &d->disk_intake, rc, v, triggered, added);
-	for (struct msqd_cg *g = d->cgs; g; g = g->next)
+	intake_scanned(d, &d->disc.disk_intake, rc, v, triggered, added);
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (g->pol->discover)
 			g->intake.scanned_ns = d->now_ns;
 	return added;
@@ -471,7 +474,7 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
 	size_t len;
 	uint64_t until = msqd_now_ns() + SCAN_SLICE_NS;
 
-	msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+	msqd_cgroup_dir(d->set.cg_root, g->path, g->layout, dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
 	if (MSQ_FAULT("madvseq/daemon/proc/read") || slurp(file, &text, &len) < 0 ||
 	    scan_begin(d, &sc) < 0)
@@ -494,7 +497,7 @@ static unsigned scan_cgroup(struct msqd *d, struct msqd_cg *g)
  * the trigger (1 MiB by default: 50 MB/s at the default period). */
 static bool intake_moved(struct msqd *d, struct msqd_intake *w, uint64_t v)
 {
-	bool moved = v > w->last && v - w->last >= d->conf.discover_trigger / 4096 / 32;
+	bool moved = v > w->last && v - w->last >= d->set.conf.discover_trigger / 4096 / 32;
 
 	w->last = v;
 	return moved;
@@ -506,16 +509,16 @@ uint64_t msqd_discover_watch(struct msqd *d)
 	unsigned added;
 	bool moved = false;
 
-	if (!d->conf.discover_trigger)
-		return d->conf.discover_watch_ns;
+	if (!d->set.conf.discover_trigger)
+		return d->set.conf.discover_watch_ns;
 	/* Cgroups seen before: each is watched, and scanned alone. */
-	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || cgroup_intake(d, g, &v) < 0)
 			continue;
 		moved |= intake_moved(d, &g->intake, v);
 		if (!intake_due(d, &g->intake, v))
 			continue;
-		d->discover_triggered++;
+		d->disc.triggered++;
 		added = scan_cgroup(d, g);
 		d->now_ns = msqd_now_ns();
 		if (added)
@@ -527,11 +530,11 @@ uint64_t msqd_discover_watch(struct msqd *d)
 	/* A cgroup not seen yet (a service just started): the machine's
 	 * reads from disk start a full scan. */
 	if (disk_intake(d, &v) == 0) {
-		uint64_t grew = v - d->disk_intake.base;
+		uint64_t grew = v - d->disc.disk_intake.base;
 
-		moved |= intake_moved(d, &d->disk_intake, v);
-		if (intake_due(d, &d->disk_intake, v)) {
-			d->discover_triggered++;
+		moved |= intake_moved(d, &d->disc.disk_intake, v);
+		if (intake_due(d, &d->disc.disk_intake, v)) {
+			d->disc.triggered++;
 			added = full_scan_noting(d, true);
 			if (added)
 				log_debug("%llu MiB read from disk since the last scan; found %u "
@@ -542,6 +545,6 @@ uint64_t msqd_discover_watch(struct msqd *d)
 	/* Reading the counters fifty times a second is most of what an idle
 	 * daemon does: after QUIET_WATCHES still looks, look QUIET_FACTOR
 	 * times less often, until one moves. */
-	d->quiet_watches = moved ? 0 : d->quiet_watches + 1;
-	return d->conf.discover_watch_ns * (d->quiet_watches >= QUIET_WATCHES ? QUIET_FACTOR : 1);
+	d->disc.quiet_watches = moved ? 0 : d->disc.quiet_watches + 1;
+	return d->set.conf.discover_watch_ns * (d->disc.quiet_watches >= QUIET_WATCHES ? QUIET_FACTOR : 1);
 }

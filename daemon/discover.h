@@ -3,7 +3,11 @@
 #ifndef MSQD_DISCOVER_H
 #define MSQD_DISCOVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
 
 struct msqd;
 
@@ -14,5 +18,17 @@ unsigned msqd_discover(struct msqd *d);
  * cache since the last one.  Returns how long to wait before the next look:
  * discover_watch while the counters move, longer while all is quiet. */
 uint64_t msqd_discover_watch(struct msqd *d);
+
+/* Discovery's schedule, watch and figures (discover.c). */
+struct msqd_discovery {
+	uint64_t next_ns;        /* the next full scan */
+	uint64_t next_watch_ns;  /* the next look at the intake counters */
+	unsigned quiet_watches;  /* looks in a row that saw the counters still */
+	pid_t resume_pid;        /* a full scan goes on after this pid */
+	struct msqd_intake disk_intake; /* the machine's reads from disk (/proc/vmstat pgpgin) */
+	uint64_t scans, triggered; /* full scans; scans started by a cgroup's intake */
+	uint64_t refused;        /* processes left alone (max_discovered) */
+	bool limit_warned;
+};
 
 #endif

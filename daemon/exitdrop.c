@@ -10,19 +10,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/sys.h"
-#include "cycle.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "exitdrop.h"
 #include "faultin.h"
 #include "log.h"
 #include "refs.h"
 #include "regions.h"
+#include "util.h"
 
 /*
  * An orphaned region's window, mapped by the daemon at m: the pages cached
@@ -63,10 +64,9 @@ static int orphan_window(void *m, uint64_t len, uint64_t a, uint64_t foff, const
 			rc = msq_extents_remove(&drop, unseen.v[i].start, unseen.v[i].end);
 		msq_extents_free(&unseen);
 		view = (struct msq_stream){ .start = base, .end = base + len, .file_off = foff };
-		o->d->cur_cg = o->cg;
 		if (rc == 0)
-			rc = o->own->filter(o->own, &view, &drop, o->own->filter_arg);
-		o->d->cur_cg = NULL;
+			rc = o->own->filter(o->own, &view, &drop,
+					    &(struct msqd_refs_check){ o->d, o->cg });
 		msq_extents_free(&view.kept);
 	}
 	for (size_t i = 0; i < drop.n && rc == 0; i++)
@@ -96,7 +96,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	if ((fd = msqd_region_file(r, &st)) < 0) {
 		/* No descriptor held (over the budget, or map_files failed):
 		 * the path is the client's to point anywhere, so it stays. */
-		d->exit_drops_skipped++;
+		d->xd.skipped++;
 		log_debug("pid %d (exited): region %#llx has no file held; its pages stay",
 			  (int)l->pid, (unsigned long long)s->start);
 		return true;
@@ -109,15 +109,14 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 		return true;
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
-	if (g->pol->strong_refs && d->refs_ok) {
+	if (g->pol->strong_refs && d->refs.ok) {
 		if (msq_pagemap_open(&own.pm, "/proc", 0, 0) < 0)
 			return true; /* cannot check: keep it all */
 		if (msqd_faultin_open(&o.fi) < 0) {
 			msq_pagemap_close(&own.pm);
 			return true;
 		}
-		own.filter = msqd_refs_filter;
-		own.filter_arg = d;
+		own.filter = msqd_refs_filter; /* (its argument: orphan_window) */
 	}
 	/* What the windows found goes once they are unmapped (fadvise leaves
 	 * mapped pages alone), even if a later window failed. */
@@ -132,7 +131,7 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	msq_pagemap_close(&own.pm);
 	msq_engine_free(&own);
 	g->dropped += dropped;
-	d->dropped_total += dropped;
+	d->cnt.dropped += dropped;
 	l->dropped += dropped;
 	return l->at >= s->end;
 }
@@ -150,17 +149,17 @@ void msqd_region_exited(struct msqd *d, struct msqd_client *c, size_t i)
 	l->at = l->r->s.start;
 	if (l->cg)
 		l->cg->leftovers++;
-	if (!d->leftovers)
-		d->leftovers_tail = &d->leftovers;
-	*d->leftovers_tail = l;
-	d->leftovers_tail = &l->next;
-	d->nleftovers++;
+	if (!d->xd.queue)
+		d->xd.tail = &d->xd.queue;
+	*d->xd.tail = l;
+	d->xd.tail = &l->next;
+	d->xd.n++;
 }
 
 void msqd_exit_drops(struct msqd *d, uint64_t deadline_ns)
 {
-	while (d->leftovers) {
-		struct msqd_leftover *l = d->leftovers;
+	while (d->xd.queue) {
+		struct msqd_leftover *l = d->xd.queue;
 
 		d->now_ns = msqd_now_ns();
 		if (d->now_ns >= deadline_ns)
@@ -168,8 +167,8 @@ void msqd_exit_drops(struct msqd *d, uint64_t deadline_ns)
 		/* A long walk goes on next turn, where it stopped. */
 		if (!exit_drop(d, l, deadline_ns))
 			break;
-		d->leftovers = l->next;
-		d->nleftovers--;
+		d->xd.queue = l->next;
+		d->xd.n--;
 		log_debug("pid %d (exited): %llu KiB of what its region %#llx left cached dropped",
 			  (int)l->pid, (unsigned long long)(l->dropped >> 10),
 			  (unsigned long long)l->r->s.start);

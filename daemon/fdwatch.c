@@ -35,28 +35,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
-#include "../common/iec.h"
 #include "../common/sys.h"
-#include "daemon.h"
-#include "fdact.h"
+#include "conf.h"
+#include "fdproc.h"
 #include "fdseq.h"
+#include "fdstream.h"
 #include "fdwatch.h"
 #include "log.h"
+#include "msqd.h"
+#include "util.h"
 
 #define MAX_PROCS 1024
 #define MAX_CGS 4096
 #define MAX_FILES 64        /* descriptors followed per process */
-#define MAX_STREAMS 256     /* with snapshots, all processes */
-#define MAX_PRE 512         /* ranges of cached-before pages per stream */
-#define MAX_KNOWN 64        /* ranges whose snapshot was in time, per stream */
-#define MAX_LEFT 64         /* ranges still cached after a drop, retried */
 #define FD_SCAN_MAX 512     /* descriptor entries looked at per scan of one process */
 #define BUDGET 4096         /* operations per look, all processes */
 /* Intake per look that makes a cgroup hot.  The counter counts charges,
@@ -70,97 +68,17 @@
 #define RESCAN_SOON_NS (UINT64_C(15) * 1000 * 1000)
 #define IDLE_LOOKS 8        /* a descriptor still this long gives its place up */
 #define FORGET_NS (UINT64_C(10) * 1000 * 1000 * 1000)
-#define AHEAD (UINT64_C(64) << 20) /* snapshot this far ahead of a stream */
-#define KNOWN_END (UINT64_C(1) << 62) /* past any file's end */
-/* Planned per stream per look: fadvise(DONTNEED) of a gigabyte takes the
- * kernel ~100 ms, which a status request would wait for. */
-#define DROP_MAX (UINT64_C(64) << 20)
-#define WB_MAX (UINT64_C(64) << 20) /* writeback started per write stream per look */
-
-struct fdw_file {
-	int fd;
-	uint64_t dev, ino, mnt_id;
-	int flags;
-	struct msqd_fdseq seq;
-	unsigned idle;
-	bool started;       /* its snapshot began */
-	bool ended;         /* dropped up to the end of the file */
-	bool open_ended;    /* the snapshot reached the end: everything past it is known */
-	uint64_t start;     /* where the snapshot began: below, nothing is the daemon's */
-	uint64_t snap_end, done, wb_done;
-	uint64_t size;
-	struct msq_extents known, pre, left;
-	uint64_t streamed, dropped, unknown; /* unknown: passed before the snapshot got there */
-	uint64_t found_ns, found_pos;        /* when and where it was first acted on */
-	char *path;
-};
-
-struct fdw_cg;
-
-struct fdw_proc {
-	pid_t pid;
-	int pidfd;
-	struct fdw_cg *cg;
-	uint64_t io;
-	bool io_known, maps_checked, lib, dead;
-	uint64_t fds_ns;   /* last scan of its descriptors */
-	int fd_resume;     /* a scan cut short goes on after this number (-1: from the first) */
-	uint64_t seen_ns;
-	struct fdw_file *f;
-	size_t nf;
-};
-
-struct fdw_cg {
-	char *path;
-	enum msqd_cg_layout layout;
-	int intake_fd;
-	uint64_t intake;
-	bool known;
-	uint64_t hot_until_ns, round;
-	unsigned streams;
-	struct fdw_cg *next;
-};
-
-struct msqd_fdwatch {
-	struct fdw_proc **p; /* sorted by pid */
-	size_t np;
-	struct fdw_cg *cgs;
-	unsigned ncgs, nstreams;
-	uint64_t round, rot;
-	long budget;
-	/* totals, for status and metrics */
-	uint64_t looks, found, dropped, streamed, kept_before, unknown, swapped, refused, left_alone,
-		 over_limits, errors, busy_looks;
-	uint64_t last_look_ns, max_look_ns;
-	/* detection, for the benchmark: position and time of the last found */
-	uint64_t last_found_pos, last_found_ms;
-};
-
-struct msqd_fdwatch *msqd_fdwatch_new(void)
-{
-	return calloc(1, sizeof(struct msqd_fdwatch));
-}
-
-static void file_free(struct msqd_fdwatch *w, struct fdw_file *f)
-{
-	if (f->started && w->nstreams)
-		w->nstreams--;
-	msq_extents_free(&f->known);
-	msq_extents_free(&f->pre);
-	msq_extents_free(&f->left);
-	free(f->path);
-}
 
 static void file_remove(struct msqd_fdwatch *w, struct fdw_proc *p, size_t i)
 {
-	file_free(w, &p->f[i]);
+	msqd_fdstream_free(w, &p->f[i]);
 	p->f[i] = p->f[--p->nf];
 }
 
 static void proc_free(struct msqd_fdwatch *w, struct fdw_proc *p)
 {
 	for (size_t i = 0; i < p->nf; i++)
-		file_free(w, &p->f[i]);
+		msqd_fdstream_free(w, &p->f[i]);
 	free(p->f);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
@@ -169,8 +87,6 @@ static void proc_free(struct msqd_fdwatch *w, struct fdw_proc *p)
 
 void msqd_fdwatch_free(struct msqd_fdwatch *w)
 {
-	if (!w)
-		return;
 	for (size_t i = 0; i < w->np; i++)
 		proc_free(w, w->p[i]);
 	free(w->p);
@@ -181,7 +97,7 @@ void msqd_fdwatch_free(struct msqd_fdwatch *w)
 		free(c->path);
 		free(c);
 	}
-	free(w);
+	*w = (struct msqd_fdwatch){ 0 };
 }
 
 static size_t proc_index(const struct msqd_fdwatch *w, pid_t pid, bool *found)
@@ -200,52 +116,17 @@ static size_t proc_index(const struct msqd_fdwatch *w, pid_t pid, bool *found)
 	return lo;
 }
 
-void msqd_fdwatch_forget(struct msqd_fdwatch *w, pid_t pid)
+static void forget(struct msqd_fdwatch *w, pid_t pid)
 {
 	bool found;
 	size_t i;
 
-	if (!w)
-		return;
 	i = proc_index(w, pid, &found);
 	if (!found)
 		return;
 	proc_free(w, w->p[i]);
 	memmove(&w->p[i], &w->p[i + 1], (w->np - i - 1) * sizeof(*w->p));
 	w->np--;
-}
-
-/* Reads a small /proc file into buf (NUL-terminated).  Bytes or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
-
-static bool key_u64(const char *text, const char *key, int base, uint64_t *v)
-{
-	size_t kl = strlen(key);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		if (!strncmp(l, key, kl)) {
-			char *end;
-
-			errno = 0;
-			*v = strtoull(l + kl, &end, base);
-			return !errno && end != l + kl;
-		}
-	}
-	return false;
 }
 
 static struct fdw_cg *cg_get(struct msqd_fdwatch *w, const struct msqd_cg *g)
@@ -301,64 +182,6 @@ static struct fdw_proc *proc_get(struct msqd_fdwatch *w, pid_t pid, struct fdw_c
 	return p;
 }
 
-/* Whether the process runs the library: its maps name libmadvseq.so. */
-static bool runs_library(const struct msqd *d, pid_t pid)
-{
-	char path[128], buf[8192];
-	bool found = false;
-	ssize_t n, keep = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%d/maps", d->proc_root, (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	/* (At most 4 MiB of maps: a library is mapped early, near the top of
-	 * the list's reading order or not at all.) */
-	for (size_t total = 0; !found && total < (4u << 20);) {
-		n = read(fd, buf + keep, sizeof(buf) - 1 - (size_t)keep);
-		if (n <= 0)
-			break;
-		total += (size_t)n;
-		buf[keep + n] = '\0';
-		found = strstr(buf, "/libmadvseq.so") != NULL;
-		/* a name cut between two reads */
-		keep = keep + n > 32 ? 32 : keep + n;
-		memmove(buf, buf + strlen(buf) - (size_t)keep, (size_t)keep);
-	}
-	close(fd);
-	return found;
-}
-
-static bool spend(struct msqd_fdwatch *w, long n)
-{
-	if (w->budget < n)
-		return false;
-	w->budget -= n;
-	return true;
-}
-
-/* fdinfo of one descriptor: 0, or -errno (-ENOENT: closed). */
-static int fdinfo(const struct msqd *d, pid_t pid, int fd, uint64_t *pos, int *flags,
-		  uint64_t *mnt_id, uint64_t *ino)
-{
-	char path[128], buf[1024];
-	uint64_t fl = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/%d/fdinfo/%d", d->proc_root, (int)pid, fd);
-	if (MSQ_FAULT("madvseq/daemon/proc/fdinfo"))
-		return -EIO;
-	if ((n = read_small(path, buf, sizeof(buf))) < 0)
-		return (int)n;
-	*mnt_id = *ino = 0;
-	if (!key_u64(buf, "pos:", 10, pos) || !key_u64(buf, "flags:", 8, &fl))
-		return -EINVAL;
-	key_u64(buf, "mnt_id:", 10, mnt_id);
-	key_u64(buf, "ino:", 10, ino);
-	*flags = (int)fl;
-	return 0;
-}
-
 /* Makes room among p's files: those that stayed still give their place
  * up.  Returns whether there is room for one more. */
 static bool room(struct msqd_fdwatch *w, struct fdw_proc *p)
@@ -393,17 +216,17 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 
 	p->fds_ns = d->now_ns;
 	if (!p->maps_checked) {
-		if (!spend(w, 8))
+		if (!msqd_fdwatch_spend(w, 8))
 			return;
 		p->maps_checked = true;
-		if ((p->lib = runs_library(d, p->pid))) {
+		if ((p->lib = msqd_fdproc_runs_library(d->set.proc_root, p->pid))) {
 			log_debug("pid %d runs the library: its descriptors are its own to manage",
 				  (int)p->pid);
 			w->left_alone++;
 			return;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/%d/fd", d->proc_root, (int)p->pid);
+	snprintf(path, sizeof(path), "%s/%d/fd", d->set.proc_root, (int)p->pid);
 	if (MSQ_FAULT("madvseq/daemon/proc/fd") || !(dir = opendir(path)))
 		return;
 	dfd = dirfd(dir);
@@ -415,7 +238,7 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 
 		if (*end || end == de->d_name || fd < 0 || fd > INT32_MAX || fd <= p->fd_resume)
 			continue;
-		if (++looked > FD_SCAN_MAX || !spend(w, 2)) {
+		if (++looked > FD_SCAN_MAX || !msqd_fdwatch_spend(w, 2)) {
 			next_resume = p->fd_resume; /* (kept: go on from there) */
 			break;
 		}
@@ -426,7 +249,7 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 		 * mount namespace); it opens nothing. */
 		if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) || !st.st_size)
 			continue;
-		if (fdinfo(d, p->pid, (int)fd, &f.seq.pos, &f.flags, &f.mnt_id, &f.ino) < 0 ||
+		if (msqd_fdproc_fdinfo(d->set.proc_root, p->pid, (int)fd, &f.seq.pos, &f.flags, &f.mnt_id, &f.ino) < 0 ||
 		    (f.flags & (O_DIRECT | O_PATH)) || (f.ino && f.ino != (uint64_t)st.st_ino))
 			continue;
 		if (!room(w, p)) {
@@ -452,132 +275,6 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 	closedir(dir);
 }
 
-static void name_file(const struct msqd *d, struct fdw_proc *p, struct fdw_file *f)
-{
-	char link[128], buf[4096];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "%s/%d/fd/%d", d->proc_root, (int)p->pid, f->fd);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		f->path = strdup(buf);
-	}
-}
-
-/* One borrow of f's descriptor: snapshot ahead, drops behind.  Returns
- * -ESRCH when the process is gone, -ESTALE when f is another file now. */
-static int act(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struct fdw_file *f,
-	       struct msqd_cg *g, bool still)
-{
-	struct msq_extents drop = MSQ_EXTENTS_INIT;
-	uint64_t pos = f->seq.pos, dropped = 0, next, from, to, reached;
-	bool writable = (f->flags & O_ACCMODE) != O_RDONLY;
-	struct stat st;
-	int dup, rc;
-
-	if (!spend(w, 4))
-		return 0;
-	dup = msqd_fdact_borrow(p->pidfd, f->fd, f->dev, f->ino, &st);
-	if (dup < 0) {
-		if (dup == -ESTALE)
-			w->swapped++;
-		else if (dup != -ESRCH && dup != -EBADF)
-			w->refused++;
-		return dup == -EBADF ? -ESTALE : dup;
-	}
-	f->size = (uint64_t)st.st_size;
-	if (!f->started) {
-		if (w->nstreams >= MAX_STREAMS) {
-			w->over_limits++;
-			close(dup);
-			return 0;
-		}
-		w->nstreams++;
-		f->started = true;
-		f->start = f->snap_end = f->done = f->wb_done = msqd_fdseq_ceil(pos + MSQD_FDSEQ_MARGIN);
-		f->found_ns = d->now_ns;
-		f->found_pos = pos;
-		w->found++;
-		w->last_found_pos = pos;
-		name_file(d, p, f);
-		log_debug("pid %d fd %d: a stream at %" PRIu64 " MiB of %s (%" PRIu64 " MiB)",
-			  (int)p->pid, f->fd, pos >> 20, f->path ? f->path : "?", f->size >> 20);
-	}
-	/* Ahead: what is cached before the stream gets there.  Once the
-	 * snapshot reached the file's end, what lies past it did not exist
-	 * before: an appending writer's pages, or a reader's of a file that
-	 * grows, are the stream's. */
-	if (!f->open_ended) {
-		msqd_fdseq_snap_window(pos, f->snap_end, f->size, AHEAD, &from, &to);
-		if (from > f->snap_end) {
-			uint64_t lim = msqd_fdseq_ceil(f->size), e = from < lim ? from : lim;
-
-			if (e > f->snap_end) {
-				f->unknown += e - f->snap_end;
-				w->unknown += e - f->snap_end;
-			}
-			f->snap_end = from;
-		}
-		if (from < to && f->known.n < MAX_KNOWN) {
-			spend(w, 8);
-			rc = msqd_fdact_snapshot(dup, from, to, f->size, &f->pre, MAX_PRE, &reached);
-			if (rc == 0 && reached > from && msq_extents_add(&f->known, from, reached) == 0)
-				f->snap_end = reached;
-			else if (rc < 0)
-				w->errors++;
-		}
-		if (f->snap_end >= msqd_fdseq_ceil(f->size) && f->known.n < MAX_KNOWN &&
-		    msq_extents_add(&f->known, f->snap_end, KNOWN_END) == 0)
-			f->open_ended = true;
-	}
-	/* Behind: what the policy lets go. */
-	if (f->seq.stream && g && g->pol->mode == MSQ_MODE_PAGEOUT && msqd_gate_open(d, g)) {
-		struct msqd_fdseq_plan_in in = {
-			.pos = pos, .lag = g->pol->lag, .done = f->done, .size = f->size, .max = DROP_MAX,
-			.at_end = still && !writable && pos >= f->size && !f->ended,
-			.known = &f->known, .precached = &f->pre,
-		};
-		struct msq_extents left = MSQ_EXTENTS_INIT;
-
-		if (writable && pos > g->pol->lag / 2) {
-			uint64_t wb = msqd_fdseq_floor(pos - g->pol->lag / 2);
-
-			if (wb > f->wb_done + WB_MAX)
-				wb = f->wb_done + WB_MAX;
-			if (wb > f->wb_done && msqd_fdact_writeback(dup, f->wb_done, wb) == 0)
-				f->wb_done = wb;
-		}
-		rc = msqd_fdseq_plan(&in, &drop, &next);
-		if (rc == 0) {
-			uint64_t before = f->done;
-
-			/* What stayed cached last time (dirty, under writeback,
-			 * held for a moment) is tried again. */
-			msq_extents_add_all(&drop, &f->left);
-			msq_extents_clear(&f->left);
-			spend(w, (long)drop.n);
-			rc = msqd_fdact_drop(dup, &drop, &dropped, &left);
-			if (left.n <= MAX_LEFT)
-				msq_extents_add_all(&f->left, &left);
-			f->done = next;
-			if (in.at_end)
-				f->ended = true;
-			w->kept_before += msq_extents_covered(&f->pre, before, next);
-		}
-		msq_extents_free(&left);
-		if (rc < 0)
-			w->errors++;
-		f->dropped += dropped;
-		w->dropped += dropped;
-		g->dropped += dropped;
-		d->dropped_total += dropped;
-	}
-	msq_extents_free(&drop);
-	close(dup);
-	return 0;
-}
-
 /* The followed descriptors of p: positions read, streams acted on. */
 static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p, struct msqd_cg *g,
 		       unsigned *streams)
@@ -590,9 +287,9 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 		enum msqd_fdseq_move mv;
 		int flags, rc;
 
-		if (!spend(w, 1))
+		if (!msqd_fdwatch_spend(w, 1))
 			return moved;
-		rc = fdinfo(d, p->pid, f->fd, &pos, &flags, &mnt_id, &ino);
+		rc = msqd_fdproc_fdinfo(d->set.proc_root, p->pid, f->fd, &pos, &flags, &mnt_id, &ino);
 		if (rc < 0 || (ino && ino != f->ino) || (f->mnt_id && mnt_id != f->mnt_id) ||
 		    ((flags ^ f->flags) & (O_ACCMODE | O_DIRECT))) {
 			/* Closed, or another file on the number now: a later
@@ -609,7 +306,7 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 			struct fdw_file n = { .fd = f->fd, .dev = f->dev, .ino = f->ino,
 					      .mnt_id = f->mnt_id, .flags = f->flags, .seq = f->seq };
 
-			file_free(w, f);
+			msqd_fdstream_free(w, f);
 			*f = n;
 			continue;
 		}
@@ -623,7 +320,7 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 		}
 		if (mv == MSQD_FDSEQ_FORWARD || (f->started && !f->ended && f->idle <= 2) ||
 		    (f->started && f->left.n)) {
-			rc = act(w, d, p, f, g, mv == MSQD_FDSEQ_STILL);
+			rc = msqd_fdstream_act(d, p, f, g, mv == MSQD_FDSEQ_STILL);
 			if (rc == -ESRCH) {
 				p->dead = true;
 				return moved;
@@ -642,21 +339,17 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 static void look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p,
 		      struct msqd_cg *g, unsigned *streams)
 {
-	char path[128], buf[1024];
-	uint64_t r = 0, wr = 0, io, grew, moved = 0;
+	uint64_t io, grew, moved = 0;
 
 	p->seen_ns = d->now_ns;
-	if (p->lib || !spend(w, 1))
+	if (p->lib || !msqd_fdwatch_spend(w, 1))
 		return;
-	snprintf(path, sizeof(path), "%s/%d/io", d->proc_root, (int)p->pid);
-	if (MSQ_FAULT("madvseq/daemon/proc/io") || read_small(path, buf, sizeof(buf)) < 0 ||
-	    !key_u64(buf, "rchar:", 10, &r) || !key_u64(buf, "wchar:", 10, &wr))
+	if (msqd_fdproc_io(d->set.proc_root, p->pid, &io) < 0)
 		return;
 	if (!msqd_pidfd_alive(p->pidfd)) {
 		p->dead = true; /* (what was read may be a new process's) */
 		return;
 	}
-	io = r + wr;
 	grew = p->io_known && io >= p->io ? io - p->io : 0;
 	p->io = io;
 	p->io_known = true;
@@ -690,7 +383,7 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 	FILE *f;
 	long v;
 
-	msqd_cgroup_dir(d->cg_root, g->path, g->layout, dir, sizeof(dir));
+	msqd_cgroup_dir(d->set.cg_root, g->path, g->layout, dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
 	if (MSQ_FAULT("madvseq/daemon/proc/read") || !(f = fopen(file, "re")))
 		return;
@@ -713,7 +406,7 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 
 		if (bsearch(&pid, shims, ns, sizeof(*shims), cmp_pid)) {
 			/* Its library is connected: its own to manage. */
-			msqd_fdwatch_forget(w, pid);
+			forget(w, pid);
 			continue;
 		}
 		if (w->budget <= 0)
@@ -725,35 +418,33 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 	free(pids);
 }
 
-uint64_t msqd_fdwatch_step(struct msqd_fdwatch *w, struct msqd *d, uint64_t now_ns)
+uint64_t msqd_fdwatch_step(struct msqd *d)
 {
-	uint64_t t0 = msqd_now_ns(), period = d->conf.discover_watch_ns;
+	struct msqd_fdwatch *w = &d->fdw;
+	uint64_t t0 = msqd_now_ns(), now_ns = d->now_ns, period = d->set.conf.discover_watch_ns;
 	pid_t *shims;
 	size_t ns = 0;
 	bool hot = false;
 
-	if (!w)
-		return now_ns + d->conf.discover_interval_ns;
 	w->round++;
 	w->rot++;
 	w->looks++;
 	w->budget = BUDGET;
-	d->now_ns = now_ns;
-	shims = malloc((d->nclients + 1) * sizeof(*shims));
+	shims = malloc((d->cl.n + 1) * sizeof(*shims));
 	if (!shims)
-		return now_ns + period;
-	for (struct msqd_client *c = d->clients; c; c = c->next)
+		return period;
+	for (struct msqd_client *c = d->cl.list; c; c = c->next)
 		if (c->fd >= 0 && c->hello && !c->ctl)
 			shims[ns++] = c->pid;
 	qsort(shims, ns, sizeof(*shims), cmp_pid);
-	for (struct msqd_cg *g = d->cgs; g; g = g->next) {
+	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		struct fdw_cg *c;
 		uint64_t v;
 
 		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || !(c = cg_get(w, g)))
 			continue;
 		c->round = w->round;
-		if (msqd_cgroup_intake(d->cg_root, g->path, g->layout, &c->intake_fd, &v) == 0) {
+		if (msqd_cgroup_intake(d->set.cg_root, g->path, g->layout, &c->intake_fd, &v) == 0) {
 			if (c->known && v >= c->intake && v - c->intake >= HOT_CHARGES)
 				c->hot_until_ns = now_ns + HOT_NS;
 			c->intake = v;
@@ -798,219 +489,5 @@ uint64_t msqd_fdwatch_step(struct msqd_fdwatch *w, struct msqd *d, uint64_t now_
 	if (w->last_look_ns > w->max_look_ns)
 		w->max_look_ns = w->last_look_ns;
 	/* Quiet: half as often (the cgroups' intake is all there is to read). */
-	return now_ns + (hot ? period : period * 2);
-}
-
-/* --- renderings ---------------------------------------------------------- */
-
-struct buf {
-	char *s;
-	size_t len, cap;
-	bool err;
-};
-
-__attribute__((format(printf, 2, 3))) static void bput(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->err)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->err = true;
-		return;
-	}
-	if (!b->s || b->len + (size_t)n >= b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *s;
-
-		while (cap <= b->len + (size_t)n)
-			cap *= 2;
-		if (!(s = realloc(b->s, cap))) {
-			b->err = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-		va_start(ap, fmt);
-		vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
-
-static char *bdone(struct buf *b)
-{
-	if (b->err) {
-		free(b->s);
-		return NULL;
-	}
-	if (!b->s)
-		return strdup("");
-	return b->s;
-}
-
-static void comm(const struct msqd *d, pid_t pid, char *buf, size_t len)
-{
-	char path[128];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/%d/comm", d->proc_root, (int)pid);
-	n = read_small(path, buf, len);
-	if (n <= 0)
-		snprintf(buf, len, "?");
-	else if (buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-}
-
-static void json_str(struct buf *b, const char *s)
-{
-	bput(b, "\"");
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			bput(b, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			bput(b, "\\u%04x", *p); /* bytes, not text: valid JSON either way */
-		else
-			bput(b, "%c", *p);
-	}
-	bput(b, "\"");
-}
-
-static uint64_t kept_before(const struct fdw_file *f)
-{
-	return f->done > f->start ? msq_extents_covered(&f->pre, f->start, f->done) : 0;
-}
-
-char *msqd_fdwatch_status_text(const struct msqd_fdwatch *w, const struct msqd *d)
-{
-	struct buf b = { 0 };
-	char a[MSQ_IEC_LEN], c[MSQ_IEC_LEN], e[MSQ_IEC_LEN], u[MSQ_IEC_LEN], k[MSQ_IEC_LEN], name[32];
-
-	if (!w)
-		return strdup("fd streams: off (out of memory at start)\n");
-	bput(&b, "fd streams (read()/write() of programs without the library, discover = yes): "
-		 "%u followed, %zu processes watched; %" PRIu64 " found, %s streamed, %s dropped, "
-		 "%s kept (cached before), %s passed before a snapshot; %" PRIu64 " swapped under "
-		 "the daemon, %" PRIu64 " refused, %" PRIu64 " left to their library; look last %.3f ms, "
-		 "max %.3f ms, %" PRIu64 " cut short\n",
-	     w->nstreams, w->np, w->found, msq_format_iec(w->streamed, a),
-	     msq_format_iec(w->dropped, c), msq_format_iec(w->kept_before, e),
-	     msq_format_iec(w->unknown, u), w->swapped, w->refused, w->left_alone,
-	     (double)w->last_look_ns / 1e6, (double)w->max_look_ns / 1e6, w->busy_looks);
-	bput(&b, "  fidelity (fd streams): kept are pages the snapshot ahead found cached, pages "
-		 "mapped, dirty or under writeback; pages others use through read() alone are not told "
-		 "apart; pread()/pwrite() streams are not found\n");
-	for (size_t i = 0; i < w->np; i++) {
-		const struct fdw_proc *p = w->p[i];
-
-		for (size_t j = 0; j < p->nf; j++) {
-			const struct fdw_file *f = &p->f[j];
-
-			if (!f->started)
-				continue;
-			comm(d, p->pid, name, sizeof(name));
-			bput(&b, "  pid %d %s (%s) in %s: fd %d %s %s: at %s, streamed %s, dropped %s, "
-				 "kept %s, unknown %s\n",
-			     (int)p->pid, "fd", name, p->cg->path, f->fd,
-			     (f->flags & O_ACCMODE) == O_RDONLY ? "read" : "write",
-			     f->path ? f->path : "(no path)", msq_format_iec(f->seq.pos, a),
-			     msq_format_iec(f->streamed, c), msq_format_iec(f->dropped, e),
-			     msq_format_iec(kept_before(f), u), msq_format_iec(f->unknown, k));
-		}
-	}
-	return bdone(&b);
-}
-
-char *msqd_fdwatch_json_summary(const struct msqd_fdwatch *w)
-{
-	struct buf b = { 0 };
-
-	if (!w)
-		return strdup("null");
-	bput(&b, "{\"followed\":%u,\"processes\":%zu,\"found\":%" PRIu64 ",\"streamed_bytes\":%" PRIu64
-		 ",\"dropped_bytes\":%" PRIu64 ",\"kept_bytes\":%" PRIu64 ",\"unknown_bytes\":%" PRIu64
-		 ",\"swapped\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"left_to_library\":%" PRIu64
-		 ",\"over_limits\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"looks\":%" PRIu64
-		 ",\"last_look_ms\":%.3f,\"max_look_ms\":%.3f}",
-	     w->nstreams, w->np, w->found, w->streamed, w->dropped, w->kept_before, w->unknown,
-	     w->swapped, w->refused, w->left_alone, w->over_limits, w->errors, w->looks,
-	     (double)w->last_look_ns / 1e6, (double)w->max_look_ns / 1e6);
-	return bdone(&b);
-}
-
-char *msqd_fdwatch_json_streams(const struct msqd_fdwatch *w, const struct msqd *d, bool first)
-{
-	struct buf b = { 0 };
-	char name[32];
-
-	for (size_t i = 0; w && i < w->np; i++) {
-		const struct fdw_proc *p = w->p[i];
-
-		for (size_t j = 0; j < p->nf; j++) {
-			const struct fdw_file *f = &p->f[j];
-
-			if (!f->started)
-				continue;
-			comm(d, p->pid, name, sizeof(name));
-			/* (numbers first, as madvseq stat reads them) */
-			bput(&b, "%s\n{\"pid\":%d,\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"dropped_bytes\":%" PRIu64
-				 ",\"fd\":%d,\"position\":%" PRIu64 ",\"streamed_bytes\":%" PRIu64
-				 ",\"kept_bytes\":%" PRIu64 ",\"unknown_bytes\":%" PRIu64 ",\"found_at\":%" PRIu64
-				 ",\"found_ms_ago\":%" PRIu64 ",\"kind\":\"fd\",\"direction\":\"%s\",\"command\":",
-			     first ? "" : ",", (int)p->pid, f->dev, f->ino, f->dropped, f->fd, f->seq.pos,
-			     f->streamed, kept_before(f), f->unknown, f->found_pos,
-			     (d->now_ns - f->found_ns) / 1000000,
-			     (f->flags & O_ACCMODE) == O_RDONLY ? "read" : "write");
-			json_str(&b, name);
-			bput(&b, ",\"cgroup\":");
-			json_str(&b, p->cg->path);
-			bput(&b, ",\"file\":");
-			if (f->path)
-				json_str(&b, f->path);
-			else
-				bput(&b, "null");
-			bput(&b, "}");
-			first = false;
-		}
-	}
-	return bdone(&b);
-}
-
-char *msqd_fdwatch_prometheus(const struct msqd_fdwatch *w)
-{
-	struct buf b = { 0 };
-
-	if (!w)
-		return strdup("");
-	bput(&b, "# HELP madvseq_fd_streams Read()/write() streams of programs without the library "
-		 "that madvseqd follows.\n# TYPE madvseq_fd_streams gauge\nmadvseq_fd_streams %u\n",
-	     w->nstreams);
-	bput(&b, "# HELP madvseq_fd_streams_found_total fd streams found (discover = yes).\n"
-		 "# TYPE madvseq_fd_streams_found_total counter\nmadvseq_fd_streams_found_total %" PRIu64 "\n",
-	     w->found);
-	bput(&b, "# HELP madvseq_fd_bytes_total Bytes of fd streams: streamed, dropped behind them, "
-		 "kept (cached before), unknown (passed before the snapshot).\n"
-		 "# TYPE madvseq_fd_bytes_total counter\n"
-		 "madvseq_fd_bytes_total{kind=\"streamed\"} %" PRIu64 "\n"
-		 "madvseq_fd_bytes_total{kind=\"dropped\"} %" PRIu64 "\n"
-		 "madvseq_fd_bytes_total{kind=\"kept\"} %" PRIu64 "\n"
-		 "madvseq_fd_bytes_total{kind=\"unknown\"} %" PRIu64 "\n",
-	     w->streamed, w->dropped, w->kept_before, w->unknown);
-	bput(&b, "# HELP madvseq_fd_events_total Borrowed descriptors that were another file by then "
-		 "(swapped), borrows refused, processes left to their library, limits reached.\n"
-		 "# TYPE madvseq_fd_events_total counter\n"
-		 "madvseq_fd_events_total{event=\"swapped\"} %" PRIu64 "\n"
-		 "madvseq_fd_events_total{event=\"refused\"} %" PRIu64 "\n"
-		 "madvseq_fd_events_total{event=\"library\"} %" PRIu64 "\n"
-		 "madvseq_fd_events_total{event=\"limits\"} %" PRIu64 "\n",
-	     w->swapped, w->refused, w->left_alone, w->over_limits);
-	bput(&b, "# HELP madvseq_fd_look_seconds Duration of the fd watch's looks (last, max).\n"
-		 "# TYPE madvseq_fd_look_seconds gauge\n"
-		 "madvseq_fd_look_seconds{stat=\"last\"} %.6f\nmadvseq_fd_look_seconds{stat=\"max\"} %.6f\n",
-	     (double)w->last_look_ns / 1e9, (double)w->max_look_ns / 1e9);
-	return bdone(&b);
+	return hot ? period : period * 2;
 }

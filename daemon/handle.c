@@ -13,13 +13,31 @@
 
 #include "client.h"
 #include "cycle.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "handle.h"
 #include "log.h"
 #include "metrics.h"
 #include "regions.h"
-#include "server.h"
 #include "validate.h"
+
+/* The answers a handler gives: one message, or an error. */
+static int reply_msg(struct msqd_reply *r, const void *msg, uint16_t type, uint32_t size,
+		     uint32_t seq)
+{
+	r->kind = MSQD_REPLY_MSG;
+	r->type = type;
+	r->size = size;
+	r->seq = seq;
+	memcpy(&r->msg, msg, size);
+	return 0;
+}
+
+static void reply_error(struct msqd_reply *r, uint32_t seq, int status)
+{
+	struct msq_msg_error m = { .status = status, .version = MSQ_PROTO_VERSION };
+
+	reply_msg(r, &m, MSQ_MSG_ERROR, sizeof(m), seq);
+}
 
 /* An action the client has no right to (any more): its regions go
  * undropped, and the answer is EPERM. */
@@ -30,7 +48,8 @@ static int refused(struct msqd *d, struct msqd_client *c, int rc)
 	return rc == -ESRCH ? -ESRCH : -EPERM;
 }
 
-static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m)
+static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_hello *m,
+			struct msqd_reply *r)
 {
 	struct msq_msg_welcome w = { 0 };
 	int rc;
@@ -41,7 +60,7 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 	if (m->flags & MSQ_HELLO_CTL) {
 		/* Status names processes and cgroups: root or the daemon's user. */
 		if (c->uid != 0 && c->uid != geteuid()) {
-			msqd_send_error(c, m->h.seq, -EPERM);
+			reply_error(r, m->h.seq, -EPERM);
 			return -EPERM;
 		}
 		c->ctl = true;
@@ -49,19 +68,20 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 		if ((rc = msqd_client_attach(d, c)) < 0) {
 			log_info("pid %d: cannot manage it (%s); it goes on by itself", (int)c->pid,
 				 strerror(-rc));
-			msqd_send_error(c, m->h.seq, rc);
+			reply_error(r, m->h.seq, rc);
 			return rc;
 		}
-		d->nshim++;
+		d->cl.nshim++;
 		c->counted = true;
 		w.flags = MSQ_WELCOME_DELEGATE;
 		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
 			  c->cg->path);
 	}
-	return msqd_send_msg(c, &w, MSQ_MSG_WELCOME, sizeof(w), m->h.seq);
+	return reply_msg(r, &w, MSQ_MSG_WELCOME, sizeof(w), m->h.seq);
 }
 
-static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_msg_register *m)
+static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_msg_register *m,
+			struct msqd_reply *r)
 {
 	struct msq_msg_result res = { .id = m->id };
 	int rc = msqd_valid_register(m);
@@ -72,8 +92,8 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 		res.status = rc;
 	else if ((rc = msqd_client_may_act(d, c)) < 0)
 		res.status = refused(d, c, rc);
-	else if (c->nr >= d->conf.max_regions_per_client ||
-		 c->bytes + m->length > d->conf.max_client_bytes || c->mem >= d->conf.max_client_memory)
+	else if (c->nr >= d->set.conf.max_regions_per_client ||
+		 c->bytes + m->length > d->set.conf.max_client_bytes || c->mem >= d->set.conf.max_client_memory)
 		res.status = -ENOSPC;
 	else
 		res.status = msqd_region_add(d, c, m->id, m->start, m->length, m->dev, m->ino,
@@ -81,15 +101,16 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
 					     m->nprecached);
 	if (res.status < 0) {
-		d->refused_regions++;
+		d->cnt.refused_regions++;
 		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,
 			  (unsigned long long)m->start, (unsigned long long)m->length,
 			  strerror(-res.status));
 	}
-	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 
-static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq_msg_unregister *m)
+static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq_msg_unregister *m,
+			struct msqd_reply *r)
 {
 	struct msq_msg_result res = { 0 };
 	uint64_t end = m->start + m->length; /* (validated: no wrap) */
@@ -100,13 +121,13 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 		return rc;
 	if (rc < 0) {
 		res.status = rc;
-		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+		return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 	}
 	/* A client that lost its rights gets EPERM for any final drop, even
 	 * with nothing left to drop. */
 	if (m->flags & MSQ_UNREGISTER_FINAL && c->denied) {
 		res.status = -EPERM;
-		return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+		return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 	}
 	for (size_t i = c->nr; i-- > 0;) {
 		if (c->r[i]->s.start >= end || c->r[i]->s.end <= m->start)
@@ -137,18 +158,19 @@ static int on_unregister(struct msqd *d, struct msqd_client *c, const struct msq
 	}
 	if (c->dead)
 		return 0; /* and it waits for no answer */
-	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 
-static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h)
+static int on_policy(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h,
+			struct msqd_reply *r)
 {
 	const struct msqd_policy *p = c->cg->pol;
 	struct msq_msg_policy m = {
 		.mode = p->mode, .read = p->read, .lag = p->lag,
-		.interval_ns = d->conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
+		.interval_ns = d->set.conf.interval_ns, .flags = MSQ_WELCOME_DELEGATE,
 	};
 
-	return msqd_send_msg(c, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
+	return reply_msg(r, &m, MSQ_MSG_POLICY, sizeof(m), h->seq);
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -166,7 +188,8 @@ static void add_read(struct msqd_read_counts *to, const struct msq_msg_read_repo
 
 /* The shim's read path says what it did: counted for the client, its
  * cgroup and the totals (status, metrics).  Nothing is acted on. */
-static int on_read_report(struct msqd *d, struct msqd_client *c, const struct msq_msg_read_report *m)
+static int on_read_report(struct msqd *d, struct msqd_client *c, const struct msq_msg_read_report *m,
+			struct msqd_reply *r)
 {
 	struct msq_msg_result res = { 0 };
 	int rc = msqd_valid_read_report(m);
@@ -175,35 +198,40 @@ static int on_read_report(struct msqd *d, struct msqd_client *c, const struct ms
 		return rc;
 	add_read(&c->read, m);
 	add_read(&c->cg->read, m);
-	add_read(&d->read_total, m);
-	return msqd_send_msg(c, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
+	add_read(&d->cnt.read, m);
+	return reply_msg(r, &res, MSQ_MSG_RESULT, sizeof(res), m->h.seq);
 }
 
-static int on_text(struct msqd *d, struct msqd_client *c, const struct msq_msg_hdr *h, bool stats,
-		   uint32_t format)
+static int on_text(struct msqd *d, const struct msq_msg_hdr *h, bool stats, uint32_t format,
+		   struct msqd_reply *r)
 {
-	_cleanup_free_ char *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0;
 	int rc;
 
 	rc = stats ? msqd_stats_text(d, format, &buf, &len)
 		   : msqd_status_text(d, &buf, &len);
 	if (rc < 0) {
-		msqd_send_error(c, h->seq, rc);
+		reply_error(r, h->seq, rc);
+		r->send_may_fail = true;
 		return 0;
 	}
-	return msqd_send_text(c, h->seq, buf, len);
+	r->kind = MSQD_REPLY_TEXT;
+	r->seq = h->seq;
+	r->text = buf;
+	r->len = len;
+	return 0;
 }
 
-/* Handles one message; < 0 ends the connection. */
-int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n)
+int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n,
+		struct msqd_reply *r)
 {
 	const struct msq_msg_hdr *h = buf;
 
 	if (n < sizeof(*h) || h->magic != MSQ_PROTO_MAGIC)
 		return -EBADMSG;
 	if (h->version != MSQ_PROTO_VERSION) {
-		msqd_send_error(c, h->seq, -EPROTONOSUPPORT);
+		reply_error(r, h->seq, -EPROTONOSUPPORT);
 		return -EPROTONOSUPPORT;
 	}
 	if (h->size != n || !msqd_valid_size(h->type, buf, n))
@@ -214,21 +242,21 @@ int msqd_handle(struct msqd *d, struct msqd_client *c, const void *buf, size_t n
 	case MSQ_MSG_HELLO:
 		if (c->hello)
 			return -EPROTO;
-		return on_hello(d, c, buf);
+		return on_hello(d, c, buf, r);
 	case MSQ_MSG_REGISTER:
-		return c->ctl ? -EPROTO : on_register(d, c, buf);
+		return c->ctl ? -EPROTO : on_register(d, c, buf, r);
 	case MSQ_MSG_UNREGISTER:
-		return c->ctl ? -EPROTO : on_unregister(d, c, buf);
+		return c->ctl ? -EPROTO : on_unregister(d, c, buf, r);
 	case MSQ_MSG_POLICY_GET:
-		return c->ctl ? -EPROTO : on_policy(d, c, buf);
+		return c->ctl ? -EPROTO : on_policy(d, c, buf, r);
 	case MSQ_MSG_READ_REPORT:
-		return c->ctl ? -EPROTO : on_read_report(d, c, buf);
+		return c->ctl ? -EPROTO : on_read_report(d, c, buf, r);
 	case MSQ_MSG_STATUS:
-		return !c->ctl ? -EPROTO : on_text(d, c, buf, false, 0);
+		return !c->ctl ? -EPROTO : on_text(d, buf, false, 0, r);
 	case MSQ_MSG_STATS:
 		if (c->ctl && msqd_valid_stats(buf) < 0)
 			return -EBADMSG;
-		return !c->ctl ? -EPROTO : on_text(d, c, buf, true, ((const struct msq_msg_stats_req *)buf)->format);
+		return !c->ctl ? -EPROTO : on_text(d, buf, true, ((const struct msq_msg_stats_req *)buf)->format, r);
 	}
 	return -EBADMSG;
 }

@@ -13,7 +13,8 @@
  * MADV_PAGEOUT.
  *
  * Cost.  Reading kpageflags costs the kernel a copy of the page's struct
- * per frame, and was half of the daemon's CPU time at 1.5 GB/s.  But
+ * per frame, a large part of the daemon's CPU time on a fast stream
+ * (tests/bench/RESULTS.md).  But
  * flags and reclaim are per folio, and files on filesystems with large
  * folios are cached (and often PMD-mapped) in folios of up to 2 MiB.  A
  * run of pages at consecutive frames from a frame aligned to 2^k is one
@@ -27,12 +28,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
 #include "../common/sys.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "refs.h"
 #include "log.h"
 
@@ -64,35 +66,35 @@ void msqd_refs_init(struct msqd *d)
 	uint64_t v;
 	int rc = 0;
 
-	d->refs_ok = false;
-	snprintf(p, sizeof(p), "%s/kpageflags", d->proc_root);
-	d->kpageflags_fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (d->kpageflags_fd < 0)
+	d->refs.ok = false;
+	snprintf(p, sizeof(p), "%s/kpageflags", d->set.proc_root);
+	d->refs.kpageflags_fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (d->refs.kpageflags_fd < 0)
 		rc = -errno;
 	/* Readable, not just openable (a fixture or a lockdown kernel). */
-	if (rc == 0 && pread(d->kpageflags_fd, &v, sizeof(v), 0) != sizeof(v))
+	if (rc == 0 && pread(d->refs.kpageflags_fd, &v, sizeof(v), 0) != sizeof(v))
 		rc = -EPERM;
 	if (rc < 0) {
 		log_warn("no strong-reference checks: %s/kpageflags: %s (needs CAP_SYS_ADMIN); "
 			 "falling back to the shim's rules (pages cached before, pages still mapped)",
-			 d->proc_root, strerror(-rc));
-		d->refs_warned = true;
+			 d->set.proc_root, strerror(-rc));
+		d->refs.warned = true;
 		return;
 	}
-	d->refs_ok = true;
+	d->refs.ok = true;
 }
 
 const char *msqd_fidelity(const struct msqd *d)
 {
-	return d->refs_ok ? "daemon+kpageflags" : "daemon";
+	return d->refs.ok ? "daemon+kpageflags" : "daemon";
 }
 
 static void refs_lost(struct msqd *d, const char *why)
 {
-	if (!d->refs_warned)
+	if (!d->refs.warned)
 		log_warn("strong-reference checks off: %s; falling back to the shim's rules", why);
-	d->refs_warned = true;
-	d->refs_ok = false;
+	d->refs.warned = true;
+	d->refs.ok = false;
 }
 
 /* Reads n 64-bit entries at index idx of fd. */
@@ -157,7 +159,7 @@ static int check_folio(struct batch *b, size_t j, size_t n, uint64_t p)
 	uint64_t fl;
 	bool keep;
 
-	if (read_entries(b->d->kpageflags_fd, p, &fl, 1) < 0)
+	if (read_entries(b->d->refs.kpageflags_fd, p, &fl, 1) < 0)
 		return unchecked(b, j, n);
 	b->flag_reads++;
 	keep = in_use(fl);
@@ -177,7 +179,7 @@ static int check_folios(struct batch *b)
 	 * larger one was not found: many while the last batch found folios,
 	 * one per aligned block where it found none (files cached in single
 	 * pages), whose pages go to the span reads. */
-	unsigned budget = b->d->refs_found_folios ? PROBE_BUDGET : 0;
+	unsigned budget = b->d->refs.found_folios ? PROBE_BUDGET : 0;
 	bool found = false;
 
 	for (size_t j = 0; j < b->n;) {
@@ -205,7 +207,7 @@ static int check_folios(struct batch *b)
 				cap = MAX_FOLIO_ORDER;
 				continue;
 			}
-			rc = read_entries(b->d->kpageflags_fd, p + len / 2, &fl, 1);
+			rc = read_entries(b->d->refs.kpageflags_fd, p + len / 2, &fl, 1);
 			b->flag_reads += rc == 0;
 			if (rc == 0 && !(fl & (1ULL << KPF_COMPOUND_TAIL))) {
 				/* Not one folio: its first half may be, at one
@@ -228,7 +230,7 @@ static int check_folios(struct batch *b)
 			cap = MAX_FOLIO_ORDER;
 		}
 	}
-	b->d->refs_found_folios = found;
+	b->d->refs.found_folios = found;
 	return 0;
 }
 
@@ -253,7 +255,7 @@ static int check_pages(struct batch *b)
 		while (k < nf && fr[k].pfn - first < SPAN && fr[k].pfn - fr[k - 1].pfn <= SPAN_GAP)
 			k++;
 		span = (size_t)(fr[k - 1].pfn - first + 1);
-		if (read_entries(b->d->kpageflags_fd, first, fl, span) < 0) {
+		if (read_entries(b->d->refs.kpageflags_fd, first, fl, span) < 0) {
 			for (size_t x = j; x < k; x++)
 				if (unchecked(b, fr[x].idx, 1) < 0)
 					return -ENOMEM;
@@ -275,8 +277,9 @@ static int check_pages(struct batch *b)
 
 int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop, void *arg)
 {
-	struct msqd *d = arg;
-	struct msqd_cg *g = d->cur_cg;
+	const struct msqd_refs_check *chk = arg;
+	struct msqd *d = chk->d;
+	struct msqd_cg *g = chk->cg;
 	static uint64_t pm[BATCH];
 	static bool done[BATCH];
 	struct msq_extents keep = MSQ_EXTENTS_INIT;
@@ -328,8 +331,8 @@ int msqd_refs_filter(struct msq_engine *e, struct msq_stream *s, struct msq_exte
 		rc = msq_extents_add(&s->kept, keep.v[i].start, keep.v[i].end);
 	}
 	g->kept_strong += b.kept;
-	d->kept_strong_total += b.kept;
-	d->kpageflags_reads += b.flag_reads;
+	d->cnt.kept_strong += b.kept;
+	d->refs.flag_reads += b.flag_reads;
 out:
 	msq_extents_free(&keep);
 	return rc;

@@ -9,7 +9,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,8 +22,9 @@
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
 #include "../common/sys.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "regions.h"
+#include "util.h"
 
 #define SNAP_STEP (UINT64_C(64) << 20)
 
@@ -73,8 +76,8 @@ static int on_vma(const struct msq_vma *v, void *arg)
  * mark would start the next read-ahead, whose pages come in after the
  * walk and stay), its residency read into a vector
  * (mincore, which tells the truth to a privileged caller but costs a
- * page-cache lookup per page, 25 ms for 2 GiB: not needed where cachestat
- * counted every page), fn called, and unmapped.
+ * page-cache lookup per page: not needed where cachestat counted every
+ * page), fn called, and unmapped.
  * Stops at a window that cannot be mapped.  Returns 0, fn's first error,
  * or -errno.
  */
@@ -206,9 +209,9 @@ static int open_region_file(struct msqd *d, const struct msqd_client *c, uint64_
 	struct stat st;
 	int fd;
 
-	if ((held && d->region_fds >= d->region_fd_budget) || MSQ_FAULT("madvseq/daemon/proc/map_files"))
+	if ((held && d->rg.fds >= d->rg.fd_budget) || MSQ_FAULT("madvseq/daemon/proc/map_files"))
 		return -1;
-	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->proc_root, (int)c->pid,
+	snprintf(p, sizeof(p), "%s/%d/map_files/%llx-%llx", d->set.proc_root, (int)c->pid,
 		 (unsigned long long)vma_lo, (unsigned long long)vma_hi);
 	if ((fd = msq_open_same_file(p, s->dev, s->ino, true, &st)) < 0)
 		return -1;
@@ -217,7 +220,7 @@ static int open_region_file(struct msqd *d, const struct msqd_client *c, uint64_
 		close(fd);
 		return -1;
 	}
-	d->region_fds += held;
+	d->rg.fds += held;
 	return fd;
 }
 
@@ -238,7 +241,7 @@ void msqd_region_free(struct msqd *d, struct msqd_region *r)
 		snapshot_end(d, r, false);
 	if (r->fd >= 0) {
 		close(r->fd);
-		d->region_fds--;
+		d->rg.fds--;
 	}
 	msq_stream_free(&r->s);
 	free(r);
@@ -251,8 +254,8 @@ void msqd_region_free(struct msqd *d, struct msqd_region *r)
  * of each of its readers: pages within READ_AHEAD_REACH after a run of
  * mapped pages count as its own, not as cached before.  Best effort.
  *
- * The walk costs a cachestat per window of the mapping (0.4 s for 60 TiB
- * of sparse file), so it is done in slices (msqd_snapshots, walk_budget
+ * The walk costs a cachestat per window of the mapping (a huge sparse
+ * file takes long), so it is done in slices (msqd_snapshots, walk_budget
  * per turn of the event loop) and the region is not acted on until its
  * snapshot is done.  Here: the start.
  */
@@ -260,14 +263,14 @@ static void snapshot_begin(struct msqd *d, struct msqd_region *r)
 {
 	r->snap_at = r->s.start;
 	r->snapping = true;
-	d->nsnapping++;
+	d->rg.nsnapping++;
 }
 
 static void snapshot_end(struct msqd *d, struct msqd_region *r, bool known)
 {
 	r->s.precached_known = known;
 	r->snapping = false;
-	d->nsnapping--;
+	d->rg.nsnapping--;
 	msq_extents_free(&r->snap_ahead);
 }
 
@@ -307,15 +310,15 @@ bool msqd_region_snapshot_now(struct msqd *d, struct msqd_client *c, struct msqd
 
 bool msqd_snapshots(struct msqd *d, uint64_t deadline_ns)
 {
-	for (struct msqd_client *c = d->clients; c && d->nsnapping; c = c->next)
-		for (size_t i = 0; i < c->nr && d->nsnapping; i++) {
+	for (struct msqd_client *c = d->cl.list; c && d->rg.nsnapping; c = c->next)
+		for (size_t i = 0; i < c->nr && d->rg.nsnapping; i++) {
 			if (!c->r[i]->snapping)
 				continue;
 			if (msqd_now_ns() >= deadline_ns)
 				return true;
 			snapshot_slice(d, c, c->r[i], deadline_ns);
 		}
-	return d->nsnapping != 0;
+	return d->rg.nsnapping != 0;
 }
 
 /* The client's own snapshot, clipped to the region. */
@@ -348,7 +351,7 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 	*k = (struct check){ .start = start, .end = start + len, .off = off, .dev = dev, .ino = ino,
 			     .covered = start, .vma_lo = start, .vma_hi = start + len };
 	if (!checked_vma) {
-		snprintf(maps, sizeof(maps), "%s/%d/maps", d->proc_root, (int)c->pid);
+		snprintf(maps, sizeof(maps), "%s/%d/maps", d->set.proc_root, (int)c->pid);
 		if (MSQ_FAULT("madvseq/daemon/proc/maps"))
 			return -EIO;
 		rc = msq_maps_foreach(maps, k->start, k->end, on_vma, k);
@@ -415,11 +418,11 @@ int msqd_region_add(struct msqd *d, struct msqd_client *c, uint64_t id, uint64_t
 	c->mem += r->mem;
 	c->r[c->nr++] = r;
 	c->cg->regions++;
-	d->nregions++;
+	d->rg.n++;
 	/* A stream read from a warm cache moves a gigabyte a second: its
 	 * first cycle must not wait for the (possibly long) period. */
-	d->next_cycle_ns = d->now_ns;
-	d->sleep_ns = 1000000;
+	d->cyc.next_ns = d->now_ns;
+	d->cyc.sleep_ns = 1000000;
 	return 0;
 }
 
@@ -433,7 +436,7 @@ struct msqd_region *msqd_region_detach(struct msqd *d, struct msqd_client *c, si
 	c->mem -= r->mem;
 	if (c->cg)
 		c->cg->regions--;
-	d->nregions--;
+	d->rg.n--;
 	return r;
 }
 

@@ -56,4 +56,24 @@ bool msqd_region_snapshot_now(struct msqd *d, struct msqd_client *c, struct msqd
 int msqd_add_cached_runs(const unsigned char *vec, uint64_t a, uint64_t len,
 			 const struct msq_extents *skip, uint64_t shift, struct msq_extents *out);
 
+struct msqd_region {
+	struct msq_stream s;
+	int fd;        /* the mapped file, opened through /proc/PID/map_files; -1: by path */
+	uint64_t id;   /* the client's id; discovery: 0 */
+	bool seen;     /* discovery: found again in this scan */
+	bool kernel_fs; /* on a filesystem the kernel's own drop-behind covers */
+	size_t mem;     /* the daemon's bookkeeping for it, as counted at registration */
+	uint64_t vma_lo, vma_hi; /* the mapping it starts in (/proc/PID/map_files name) */
+	bool snapping;  /* its snapshot is being taken: not acted on yet (regions.c) */
+	uint64_t snap_at; /* where the snapshot's walk goes on */
+	struct msq_extents snap_ahead; /* the client's own pages, kept out of the snapshot */
+};
+
+/* The regions of all clients (regions.c). */
+struct msqd_regions {
+	uint64_t n;          /* regions managed, all clients */
+	unsigned nsnapping;  /* regions whose snapshot is being taken */
+	unsigned fds, fd_budget; /* files held for regions, and how many may be */
+};
+
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -20,10 +21,11 @@
 
 #include "../common/fault.h"
 #include "client.h"
-#include "daemon.h"
+#include "msqd.h"
 #include "handle.h"
 #include "log.h"
 #include "server.h"
+#include "util.h"
 
 /* Messages handled per wakeup of one client, so no client starves others. */
 #define MAX_BURST 64
@@ -53,10 +55,10 @@ int msqd_server_listen(struct msqd *d)
 	struct stat st;
 	int rc;
 
-	if (strlen(d->socket) >= sizeof(sa.sun_path))
+	if (strlen(d->set.socket) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, d->socket);
-	if ((rc = mkdir_parents(d->socket)) < 0)
+	strcpy(sa.sun_path, d->set.socket);
+	if ((rc = mkdir_parents(d->set.socket)) < 0)
 		return rc;
 	if (MSQ_FAULT("madvseq/daemon/socket/listen"))
 		return -EADDRINUSE;
@@ -65,21 +67,21 @@ int msqd_server_listen(struct msqd *d)
 		return -errno;
 	/* A socket file left by a daemon that was killed: remove it, unless a
 	 * daemon still answers there. */
-	if (lstat(d->socket, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (lstat(d->set.socket, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		_cleanup_close_ int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			return -EADDRINUSE;
-		unlink(d->socket);
+		unlink(d->set.socket);
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
 	/* Any user's shim may connect; what it may ask is checked per message. */
-	if (chmod(d->socket, 0666) < 0)
+	if (chmod(d->set.socket, 0666) < 0)
 		return -errno;
 	if (listen(fd, SOMAXCONN) < 0)
 		return -errno;
-	d->lfd = fd;
+	d->srv.lfd = fd;
 	fd = -1;
 	return 0;
 }
@@ -95,20 +97,21 @@ static const char *over_limit(const struct msqd *d, uid_t uid)
 	unsigned same = 0;
 
 	if (uid == 0)
-		return d->nclients >= d->conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
+		return d->cl.n >= d->set.conf.max_clients + ROOT_SLOTS ? "max_clients, and root's reserve"
 									  : NULL;
-	if (d->nclients >= d->conf.max_clients)
+	if (d->cl.n >= d->set.conf.max_clients)
 		return "max_clients";
-	for (const struct msqd_client *c = d->clients; c; c = c->next)
+	for (const struct msqd_client *c = d->cl.list; c; c = c->next)
 		same += c->fd >= 0 && c->uid == uid;
-	return same >= d->conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
+	return same >= d->set.conf.max_clients_per_uid ? "max_clients_per_uid" : NULL;
 }
 
 /* Connections accepted per turn of the event loop.  Each costs an
  * identity check, which without SO_PEERPIDFD (before 6.5) reads the
  * peer's /proc/PID/fd: a thousand connections from one process, taken in
- * one turn, kept the first one's WELCOME back for over 10 s in an
- * emulated 6.1 guest.  The listening socket stays readable: the rest
+ * one turn, kept the first one's WELCOME back for seconds on a kernel
+ * without it (tests/bench/RESULTS.md).  The listening socket stays
+ * readable: the rest
  * come next turn, after what the accepted ones said is answered. */
 #define ACCEPT_BATCH 16
 
@@ -122,20 +125,20 @@ void msqd_server_accept(struct msqd *d)
 
 		if (MSQ_FAULT("madvseq/daemon/socket/accept"))
 			return;
-		fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0) {
+		fd = accept4(d->srv.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->srv.spare_fd >= 0) {
 			/* Out of descriptors: a pending connection would keep the
 			 * listening socket readable forever.  Use the spare to
 			 * accept and refuse it (its shim carries on alone). */
-			if (!d->emfile_warned)
+			if (!d->srv.emfile_warned)
 				log_warn("out of file descriptors at %u clients: refusing new ones "
-					 "(raise LimitNOFILE)", d->nclients);
-			d->emfile_warned = true;
-			close(d->spare_fd);
-			fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+					 "(raise LimitNOFILE)", d->cl.n);
+			d->srv.emfile_warned = true;
+			close(d->srv.spare_fd);
+			fd = accept4(d->srv.lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0)
 				close(fd);
-			d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			d->srv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 			if (fd >= 0)
 				continue;
 			return;
@@ -150,17 +153,17 @@ void msqd_server_accept(struct msqd *d)
 			continue;
 		}
 		if ((why = over_limit(d, cr.uid))) {
-			d->refused_clients++;
-			if (!d->limit_warned)
+			d->srv.refused++;
+			if (!d->srv.limit_warned)
 				log_warn("uid %u: refusing clients (%s)", (unsigned)cr.uid, why);
-			d->limit_warned = true;
+			d->srv.limit_warned = true;
 			close(fd);
 			continue;
 		}
 		pidfd = msqd_peer_pidfd(fd, &cr);
 		if (pidfd < 0) {
 			log_debug("peer identity: %s", strerror(-pidfd));
-			d->refused_clients++;
+			d->srv.refused++;
 			close(fd);
 			continue;
 		}
@@ -171,7 +174,7 @@ void msqd_server_accept(struct msqd *d)
 	}
 }
 
-int msqd_send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
+static int send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size, uint32_t seq)
 {
 	struct msq_msg_hdr *h = msg;
 
@@ -183,16 +186,9 @@ int msqd_send_msg(struct msqd_client *c, void *msg, uint16_t type, uint32_t size
 	return 0;
 }
 
-int msqd_send_error(struct msqd_client *c, uint32_t seq, int status)
-{
-	struct msq_msg_error m = { .status = status, .version = MSQ_PROTO_VERSION };
-
-	return msqd_send_msg(c, &m, MSQ_MSG_ERROR, sizeof(m), seq);
-}
-
 /* A text answer in chunks, blocking up to a few seconds: madvseqctl waits
  * for it, and only privileged users may ask. */
-int msqd_send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
+static int send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t len)
 {
 	static char buf[MSQ_MSG_MAX];
 	struct msq_msg_text *m = (struct msq_msg_text *)buf;
@@ -220,6 +216,18 @@ int msqd_send_text(struct msqd_client *c, uint32_t seq, const char *text, size_t
 	} while (len);
 	fcntl(c->fd, F_SETFL, fl);
 	return rc;
+}
+
+int msqd_server_send_reply(struct msqd_client *c, struct msqd_reply *r)
+{
+	int rc = 0;
+
+	if (r->kind == MSQD_REPLY_MSG)
+		rc = send_msg(c, &r->msg, r->type, r->size, r->seq);
+	else if (r->kind == MSQD_REPLY_TEXT)
+		rc = send_text(c, r->seq, r->text, r->len);
+	free(r->text);
+	return r->send_may_fail ? 0 : rc;
 }
 
 void msqd_server_readable(struct msqd *d, struct msqd_client *c)
@@ -251,8 +259,15 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 		}
 		if (mh.msg_flags & MSG_TRUNC || (size_t)n > MSQ_MSG_MAX)
 			rc = -EMSGSIZE;
-		else
-			rc = msqd_handle(d, c, buf, (size_t)n);
+		else {
+			struct msqd_reply reply = { 0 };
+			int sent;
+
+			rc = msqd_handle(d, c, buf, (size_t)n, &reply);
+			sent = msqd_server_send_reply(c, &reply);
+			if (rc == 0)
+				rc = sent;
+		}
 		if (c->closing_ns)
 			return; /* it went while we answered */
 		if (rc < 0) {
@@ -260,7 +275,7 @@ void msqd_server_readable(struct msqd *d, struct msqd_client *c)
 			 * client's fault; everything else is a protocol error. */
 			if (rc != -EPERM && rc != -ESRCH && rc != -EACCES && rc != -ENOENT) {
 				c->proto_errors++;
-				d->proto_errors++;
+				d->cnt.proto_errors++;
 				log_info("pid %d: %s; disconnecting it", (int)c->pid,
 					 rc == -EMSGSIZE ? "oversized message"
 					 : rc == -EBADMSG ? "malformed or truncated message"
@@ -285,9 +300,9 @@ static bool message_waiting(int fd)
 
 void msqd_server_timeouts(struct msqd *d)
 {
-	for (struct msqd_client *c = d->clients, *next; c; c = next) {
+	for (struct msqd_client *c = d->cl.list, *next; c; c = next) {
 		next = c->next;
-		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->conf.hello_timeout_ns &&
+		if (c->fd >= 0 && !c->hello && d->now_ns - c->since_ns > d->set.conf.hello_timeout_ns &&
 		    !message_waiting(c->fd))
 			msqd_client_drop(d, c, "said nothing (hello_timeout)");
 		else if (c->closing_ns && d->now_ns >= c->closing_ns)

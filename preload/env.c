@@ -29,12 +29,9 @@ const char *msq_env(const char *name)
 	return v && *v ? v : NULL;
 }
 
+#ifdef MSQ_TEST_HOOKS
 const char *msq_test_env(const char *name)
 {
-#ifdef MSQ_TEST_HOOKS
 	return msq_env(name);
-#else
-	(void)name;
-	return NULL;
-#endif
 }
+#endif

@@ -28,9 +28,12 @@ bool msq_secure_execution(void) MSQ_HIDDEN;
 /* A user setting (MADVSEQ_*): its value, or NULL when unset, empty, or
  * under secure execution. */
 const char *msq_env(const char *name) MSQ_HIDDEN;
-/* A hook for the tests (MADVSEQ_PROCFS, ...): as msq_env() in a build
- * configured with -Dtest_hooks=true, NULL in any other build, so the
- * installed library never reads one. */
+/* A hook for the tests (MADVSEQ_PROCFS, ...): as msq_env(), and only in a
+ * build configured with -Dtest_hooks=true.  Code that reads one is inside
+ * #ifdef MSQ_TEST_HOOKS, so that an installed library holds not a byte of
+ * it, names included (tests/preload/test_secure.py checks). */
+#ifdef MSQ_TEST_HOOKS
 const char *msq_test_env(const char *name) MSQ_HIDDEN;
+#endif
 
 #endif

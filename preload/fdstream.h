@@ -27,20 +27,28 @@ extern enum msq_read_mode msq_fds_mode MSQ_HIDDEN;
  * RWF_DONTCACHE; -1 (unset, the default), writes only; 0, neither. */
 extern int msq_fds_dontcache MSQ_HIDDEN;
 
-/* fd is about to move data: its state, classifying it first in "all" mode
- * (where every regular file is managed from its first transfer). */
-struct msq_fd *msq_fds_seen(int fd) MSQ_HIDDEN;
-/* n bytes moved on fd at offset off (off < 0: at the file position, which
- * the call advanced): move the stream, drop or write back what is due. */
-void msq_fds_after(int fd, int64_t off, uint64_t n, bool writing) MSQ_HIDDEN;
-/* Whether fd's reads are to go through RWF_DONTCACHE (classifies it first
- * in "all" mode); and that its filesystem refused it. */
-bool msq_fds_use_dontcache(int fd) MSQ_HIDDEN;
-void msq_fds_dontcache_refused(int fd) MSQ_HIDDEN;
-/* Whether the next write on fd, of n bytes, is to go through RWF_DONTCACHE
- * (a managed write stream past its first RUN_MIN, see fdstream.c).  Guard
- * raised. */
-bool msq_fds_write_dontcache(int fd, uint64_t n) MSQ_HIDDEN;
+/*
+ * One transfer on a managed fd, as the wrappers make it: classify
+ * (msq_fds_begin), act (the program's call, or RWF_DONTCACHE in its place),
+ * account (msq_fds_end).  The state is looked up once in each phase and
+ * passed down; it is not held across the program's call, which may block
+ * for long inside what would be an RCU read-side section.
+ */
+struct msq_xfer {
+	int fd;
+	bool writing;
+	bool dontcache; /* make the call through RWF_DONTCACHE */
+	bool refused;   /* (set by the caller) the filesystem refused it */
+};
+/* Before the call of n bytes (0: a stdio call, never RWF_DONTCACHE):
+ * classifies fd first in "all" mode (where every regular file is managed
+ * from its first transfer) and fills x. */
+void msq_fds_begin(struct msq_xfer *x, int fd, bool writing, uint64_t n) MSQ_HIDDEN;
+/* After it: rc bytes moved at offset off (off < 0: at the file position,
+ * which the call advanced): move the stream, drop or write back what is
+ * due; and remember a refusal of RWF_DONTCACHE for every fd of its
+ * filesystem.  Preserves errno. */
+void msq_fds_end(const struct msq_xfer *x, int64_t off, int64_t rc) MSQ_HIDDEN;
 /* Whether fd is managed and its file was at least bytes long when the read
  * path first looked at it (lock-free). */
 bool msq_fds_at_least(int fd, uint64_t bytes) MSQ_HIDDEN;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The read path's wrappers: the read and write families, posix_fadvise,
- * sendfile and copy_file_range, the fd lifetime calls (close, dup*, fcntl,
- * close_range) and stdio's fread/fclose.  Each has a fast path for fds
- * that are none of the read path's business and otherwise tells
- * fdstream.c what moved; the mechanism (snapshots, fadvise behind the
- * stream, write-behind) is described there.
+ * the fd lifetime calls (close, dup*, fcntl, close_range) and stdio's
+ * fread/fclose (sendfile and copy_file_range: copypath.c).  Each has a
+ * fast path for fds that are none of the read path's business and
+ * otherwise tells fdstream.c what moved; the mechanism (snapshots, fadvise
+ * behind the stream, write-behind) is described there.
  */
 #include "readpath.h"
 
@@ -44,34 +44,6 @@
 #endif
 
 
-/* preadv2 or pwritev2 with RWF_DONTCACHE in place of the program's read or
- * write (off -1: at the file position, as read, readv, write and writev
- * move); returns -2 (and errno untouched) when the caller must make the
- * program's own call.  The raw syscall: the library's own I/O does not go
- * through its wrappers. */
-static ssize_t try_dontcache(bool writing, int fd, const struct iovec *iov, int cnt, int64_t off,
-			     int flags)
-{
-	int saved = errno;
-	ssize_t rc;
-
-	if (writing ? MSQ_FAULT("madvseq/readpath/pwritev2") : MSQ_FAULT("madvseq/readpath/preadv2"))
-		return -2;
-	rc = syscall(writing ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L,
-		     flags | RWF_DONTCACHE);
-	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
-		/* Refused before any data moved: the program's own call decides
-		 * (an EINVAL of its own making comes back from it).  Kernels and
-		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP, kernels
-		 * without the syscall ENOSYS. */
-		if (errno == EOPNOTSUPP)
-			msq_fds_dontcache_refused(fd);
-		errno = saved;
-		return -2;
-	}
-	return rc;
-}
-
 /* ---- wrappers ---------------------------------------------------------- */
 
 /* glibc's fortified entry points (no public prototypes). */
@@ -102,229 +74,67 @@ static inline bool untracked(int fd)
 
 #define CALL MSQ_REAL
 
-static ssize_t call_read(int fd, void *buf, size_t n)
+/*
+ * The read and write families, one implementation with a direction: which
+ * of the program's calls a wrapper stands for.  X_ONE: read, write; X_POS:
+ * pread, pwrite (X_POS64: their 64-bit names); X_V: readv, writev; X_PV:
+ * preadv, pwritev; X_PV2: preadv2, pwritev2 (off -1: the file position).
+ * X_ONE and X_POS calls move buf[0, n), the others iov[0, cnt).
+ */
+enum xkind { X_ONE, X_POS, X_POS64, X_V, X_PV, X_PV64, X_PV2, X_PV64V2 };
+
+/* The program's own call. */
+static inline ssize_t call_x(bool writing, enum xkind k, int fd, void *b, size_t n,
+			     const struct iovec *iov, int cnt, int64_t off, int fl)
 {
-	return CALL(read, syscall(SYS_read, fd, buf, n), fd, buf, n);
-}
-
-static __attribute__((noinline, cold)) ssize_t read_slow(int fd, void *buf, size_t n)
-{
-	struct iovec iov = { buf, n };
-	ssize_t rc = -2;
-
-	MSQ_ENTER();
-	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(false, fd, &iov, 1, -1, 0);
-	if (rc == -2)
-		rc = call_read(fd, buf, n);
-	if (rc > 0)
-		msq_fds_after(fd, -1, (uint64_t)rc, false);
-	MSQ_LEAVE();
-	return rc;
-}
-
-/* read() and __read_chk share it: no call of the exported name from
- * inside the library (it would bind to the library's own symbol). */
-static inline ssize_t wrap_read(int fd, void *buf, size_t n)
-{
-	if (__builtin_expect(untracked(fd), 1))
-		return call_read(fd, buf, n);
-	return read_slow(fd, buf, n);
-}
-
-MSQ_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-	return wrap_read(fd, buf, n);
-}
-
-MSQ_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
-	if (n > buflen && msq_real.read_chk)
-		return msq_real.read_chk(fd, buf, n, buflen); /* reports the overflow */
-	return wrap_read(fd, buf, n);
-}
-
-static ssize_t pread_common(int fd, void *buf, size_t n, int64_t off, bool is64)
-{
-	struct iovec iov = { buf, n };
-	ssize_t rc = -2;
-
-	if (untracked(fd) || off < 0)
-		return is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
-			    : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
-	MSQ_ENTER();
-	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(false, fd, &iov, 1, off, 0);
-	if (rc == -2)
-		rc = is64 ? CALL(pread64, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off)
-			  : CALL(pread, syscall(SYS_pread64, fd, buf, n, off), fd, buf, n, off);
-	if (rc > 0)
-		msq_fds_after(fd, off, (uint64_t)rc, false);
-	MSQ_LEAVE();
-	return rc;
-}
-
-MSQ_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-	return pread_common(fd, buf, n, off, false);
-}
-
-MSQ_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-	return pread_common(fd, buf, n, off, true);
-}
-
-MSQ_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-	if (n > buflen && msq_real.pread_chk)
-		return msq_real.pread_chk(fd, buf, n, off, buflen);
-	return pread_common(fd, buf, n, off, false);
-}
-
-MSQ_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
-{
-	if (n > buflen && msq_real.pread64_chk)
-		return msq_real.pread64_chk(fd, buf, n, off, buflen);
-	return pread_common(fd, buf, n, off, true);
-}
-
-/* readv/preadv/preadv2 and their 64-bit names: off -1 means the file
- * position (readv, preadv2 with -1). */
-enum vkind { V_READV, V_PREADV, V_PREADV64, V_PREADV2, V_PREADV64V2 };
-
-static ssize_t call_v(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off, int fl)
-{
-	switch (k) {
-	case V_READV: return CALL(readv, syscall(SYS_readv, fd, iov, cnt), fd, iov, cnt);
-	case V_PREADV: return CALL(preadv, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
-	case V_PREADV64: return CALL(preadv64, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
-	case V_PREADV2:
-		return CALL(preadv2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
-	case V_PREADV64V2:
-		return CALL(preadv64v2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	if (writing) {
+		switch (k) {
+		case X_ONE: return CALL(write, syscall(SYS_write, fd, b, n), fd, b, n);
+		case X_POS: return CALL(pwrite, syscall(SYS_pwrite64, fd, b, n, off), fd, b, n, off);
+		case X_POS64: return CALL(pwrite64, syscall(SYS_pwrite64, fd, b, n, off), fd, b, n, off);
+		case X_V: return CALL(writev, syscall(SYS_writev, fd, iov, cnt), fd, iov, cnt);
+		case X_PV: return CALL(pwritev, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+		case X_PV64:
+			return CALL(pwritev64, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+		case X_PV2:
+			return CALL(pwritev2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov, cnt,
+				    off, fl);
+		case X_PV64V2:
+			return CALL(pwritev64v2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov,
+				    cnt, off, fl);
+		}
+	} else {
+		switch (k) {
+		case X_ONE: return CALL(read, syscall(SYS_read, fd, b, n), fd, b, n);
+		case X_POS: return CALL(pread, syscall(SYS_pread64, fd, b, n, off), fd, b, n, off);
+		case X_POS64: return CALL(pread64, syscall(SYS_pread64, fd, b, n, off), fd, b, n, off);
+		case X_V: return CALL(readv, syscall(SYS_readv, fd, iov, cnt), fd, iov, cnt);
+		case X_PV: return CALL(preadv, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+		case X_PV64:
+			return CALL(preadv64, syscall(SYS_preadv, fd, iov, cnt, off, 0), fd, iov, cnt, off);
+		case X_PV2:
+			return CALL(preadv2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov, cnt,
+				    off, fl);
+		case X_PV64V2:
+			return CALL(preadv64v2, syscall(SYS_preadv2, fd, iov, cnt, off, 0, fl), fd, iov,
+				    cnt, off, fl);
+		}
 	}
 	return -1;
 }
 
-static ssize_t readv_common(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off,
-			    int fl)
-{
-	bool positional = k != V_READV && off != -1;
-	ssize_t rc = -2;
-
-	if (untracked(fd) || (k != V_READV && off < -1) || (k == V_PREADV && off < 0) ||
-	    (k == V_PREADV64 && off < 0))
-		return call_v(k, fd, iov, cnt, off, fl);
-	MSQ_ENTER();
-	if (msq_fds_use_dontcache(fd))
-		rc = try_dontcache(false, fd, iov, cnt, positional ? off : -1, fl);
-	if (rc == -2)
-		rc = call_v(k, fd, iov, cnt, off, fl);
-	if (rc > 0)
-		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, false);
-	MSQ_LEAVE();
-	return rc;
-}
-
-MSQ_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-	return readv_common(V_READV, fd, iov, cnt, -1, 0);
-}
-
-MSQ_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	return readv_common(V_PREADV, fd, iov, cnt, off, 0);
-}
-
-MSQ_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-	return readv_common(V_PREADV64, fd, iov, cnt, off, 0);
-}
-
-MSQ_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
-{
-	return readv_common(V_PREADV2, fd, iov, cnt, off, fl);
-}
-
-MSQ_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
-{
-	return readv_common(V_PREADV64V2, fd, iov, cnt, off, fl);
-}
-
-/* Writes: the same shape; a stream's writes go through RWF_DONTCACHE once
- * write-behind is due (msq_fds_write_dontcache). */
-static ssize_t call_write(int fd, const void *buf, size_t n)
-{
-	return CALL(write, syscall(SYS_write, fd, buf, n), fd, buf, n);
-}
-
-static __attribute__((noinline, cold)) ssize_t write_slow(int fd, const void *buf, size_t n)
-{
-	ssize_t rc = -2;
-
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	if (msq_fds_write_dontcache(fd, n))
-		rc = try_dontcache(true, fd, &(struct iovec){ (void *)buf, n }, 1, -1, 0);
-	if (rc == -2)
-		rc = call_write(fd, buf, n);
-	if (rc > 0)
-		msq_fds_after(fd, -1, (uint64_t)rc, true);
-	MSQ_LEAVE();
-	return rc;
-}
-
-MSQ_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-	if (__builtin_expect(untracked(fd), 1))
-		return call_write(fd, buf, n);
-	return write_slow(fd, buf, n);
-}
-
-static ssize_t pwrite_common(int fd, const void *buf, size_t n, int64_t off, bool is64)
-{
-	ssize_t rc;
-
-	if (untracked(fd) || off < 0)
-		return is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
-			    : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	rc = msq_fds_write_dontcache(fd, n)
-		     ? try_dontcache(true, fd, &(struct iovec){ (void *)buf, n }, 1, off, 0)
-		     : -2;
-	if (rc == -2)
-		rc = is64 ? CALL(pwrite64, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off)
-			  : CALL(pwrite, syscall(SYS_pwrite64, fd, buf, n, off), fd, buf, n, off);
-	if (rc > 0)
-		msq_fds_after(fd, off, (uint64_t)rc, true);
-	MSQ_LEAVE();
-	return rc;
-}
-
-MSQ_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	return pwrite_common(fd, buf, n, off, false);
-}
-
-MSQ_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
-{
-	return pwrite_common(fd, buf, n, off, true);
-}
-
-static ssize_t call_wv(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off, int fl)
+/* An offset the read path leaves to the program's call (which reports
+ * it): negative for the positional calls, below -1 for preadv2 and
+ * pwritev2. */
+static inline bool bad_offset(enum xkind k, int64_t off)
 {
 	switch (k) {
-	case V_READV: return CALL(writev, syscall(SYS_writev, fd, iov, cnt), fd, iov, cnt);
-	case V_PREADV: return CALL(pwritev, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
-	case V_PREADV64:
-		return CALL(pwritev64, syscall(SYS_pwritev, fd, iov, cnt, off, 0), fd, iov, cnt, off);
-	case V_PREADV2:
-		return CALL(pwritev2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
-	case V_PREADV64V2:
-		return CALL(pwritev64v2, syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl), fd, iov, cnt, off, fl);
+	case X_ONE:
+	case X_V: return false;
+	case X_PV2:
+	case X_PV64V2: return off < -1;
+	default: return off < 0;
 	}
-	return -1;
 }
 
 /* The bytes an iovec asks to move (0 if it cannot be told: too many
@@ -343,235 +153,177 @@ static uint64_t iov_bytes(const struct iovec *iov, int cnt)
 	return n;
 }
 
-static ssize_t writev_common(enum vkind k, int fd, const struct iovec *iov, int cnt, int64_t off,
-			     int fl)
+/* preadv2 or pwritev2 with RWF_DONTCACHE in place of the program's call
+ * (off -1: at the file position, as read, readv, write and writev move);
+ * returns -2 (and errno untouched) when the caller must make the program's
+ * own call, with x->refused set if the filesystem refused.  The raw
+ * syscall: the library's own I/O does not go through its wrappers. */
+static ssize_t try_dontcache(struct msq_xfer *x, const struct iovec *iov, int cnt, int64_t off,
+			     int flags)
 {
-	bool positional = k != V_READV && off != -1;
+	int saved = errno;
 	ssize_t rc;
 
-	if (untracked(fd) || (k != V_READV && off < -1) || ((k == V_PREADV || k == V_PREADV64) && off < 0))
-		return call_wv(k, fd, iov, cnt, off, fl);
-	MSQ_ENTER();
-	msq_fds_seen(fd);
-	rc = msq_fds_write_dontcache(fd, iov_bytes(iov, cnt))
-		     ? try_dontcache(true, fd, iov, cnt, positional ? off : -1, fl)
-		     : -2;
-	if (rc == -2)
-		rc = call_wv(k, fd, iov, cnt, off, fl);
-	if (rc > 0)
-		msq_fds_after(fd, positional ? off : -1, (uint64_t)rc, true);
-	MSQ_LEAVE();
-	return rc;
-}
-
-MSQ_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
-{
-	return writev_common(V_READV, fd, iov, cnt, -1, 0);
-}
-
-MSQ_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	return writev_common(V_PREADV, fd, iov, cnt, off, 0);
-}
-
-MSQ_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-	return writev_common(V_PREADV64, fd, iov, cnt, off, 0);
-}
-
-MSQ_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
-{
-	return writev_common(V_PREADV2, fd, iov, cnt, off, fl);
-}
-
-MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
-{
-	return writev_common(V_PREADV64V2, fd, iov, cnt, off, fl);
-}
-
-/*
- * sendfile and copy_file_range move data without a user buffer.  On
- * managed fds a large call is made in pieces, with bookkeeping between
- * them, so drop-behind keeps up inside one call (cp copies a whole file in
- * one copy_file_range), but only where the pieces provably do what the
- * one call would (may_split): then the program gets what one call returns,
- * the bytes moved (at most the kernel's own cap of one call), or the
- * error if none were.  Otherwise the call is made whole and accounted
- * after.
- */
-#define PIECE (UINT64_C(8) << 20)
-/* The kernel moves at most this much in one read, write, sendfile or
- * copy_file_range through the page cache (MAX_RW_COUNT). */
-#define RW_MAX ((size_t)0x7ffff000)
-#define EXT4_MAGIC 0xEF53
-#define TMPFS_MAGIC 0x01021994
-
-static bool copy_untracked(int in, int out)
-{
-	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF)
-		return true;
-	if (msq_fds_mode == MSQ_READ_ALL)
-		return false;
-	return !msq_fdt_peek(in) && (out < 0 || !msq_fdt_peek(out));
-}
-
-static void copy_classify(int in, int out)
-{
-	msq_fds_seen(in);
-	if (out >= 0)
-		msq_fds_seen(out);
-}
-
-static ssize_t call_sendfile(int out, int in, int64_t *off, size_t n)
-{
-	return CALL(sendfile64, syscall(SYS_sendfile, out, in, off, n), out, in, (off64_t *)off, n);
-}
-
-static ssize_t call_cfr(int in, int64_t *in_off, int out, int64_t *out_off, size_t n, unsigned fl)
-{
-	return CALL(copy_file_range, syscall(SYS_copy_file_range, in, in_off, out, out_off, n, fl),
-		    in, (off64_t *)in_off, out, (off64_t *)out_off, n, fl);
-}
-
-/*
- * Reads the program's offset *p without trusting the pointer (the kernel
- * answers a bad one with EFAULT; the shim must not fault first): false if
- * it cannot be read.
- */
-static bool read_offset(const int64_t *p, int64_t *v)
-{
-	struct iovec local = { v, sizeof(*v) }, remote = { (void *)p, sizeof(*v) };
-
-	return MSQ_SYSCALL(SYS_process_vm_readv, msq_sys_getpid(), &local, 1, &remote, 1, 0) ==
-	       (long)sizeof(*v);
-}
-
-/*
- * Whether a copy of n bytes may be made in pieces with the one call's
- * result.  Both ends regular files of different inodes (a copy within
- * one file may overlap, which the kernel refuses whole: EINVAL), offsets
- * whose end does not overflow (EOVERFLOW/EINVAL would be the whole call's
- * answer), flags 0, and for copy_file_range an output on a filesystem
- * that copies through the page cache (ext4, tmpfs), where the kernel
- * itself moves the data in pieces of at most RW_MAX; elsewhere a
- * filesystem may clone the whole range at once.  sendfile always goes
- * through the page cache.
- */
-static bool may_split(int in, const int64_t *in_off, int out, const int64_t *out_off, size_t n,
-		      unsigned fl, bool is_sendfile)
-{
-	struct stat si, so;
-	struct statfs fs;
-	int64_t ipos, opos;
-
-	/* Only a managed input file at least a piece long is worth it: a
-	 * smaller one (most of those cp -r copies) or one the read path
-	 * leaves alone is copied whole, without a look. */
-	if (n <= PIECE || fl || !msq_fds_at_least(in, PIECE))
-		return false;
-	if (fstat(in, &si) < 0 || fstat(out, &so) < 0 || !S_ISREG(si.st_mode))
-		return false;
-	if (S_ISREG(so.st_mode) && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-		return false;
-	if (!is_sendfile && (!S_ISREG(so.st_mode) || fstatfs(out, &fs) < 0 ||
-			     (fs.f_type != EXT4_MAGIC && fs.f_type != TMPFS_MAGIC)))
-		return false;
-	if (in_off ? !read_offset(in_off, &ipos) : (ipos = msq_sys_lseek(in, 0, SEEK_CUR)) < 0)
-		return false;
-	if (out_off ? !read_offset(out_off, &opos)
-		    : (opos = is_sendfile ? 0 : msq_sys_lseek(out, 0, SEEK_CUR)) < 0)
-		return false;
-	if (ipos < 0 || opos < 0)
-		return false;
-	return (uint64_t)ipos + n >= (uint64_t)ipos && (uint64_t)ipos + n <= INT64_MAX &&
-	       (uint64_t)opos + n <= INT64_MAX;
-}
-
-/* One piece after another; out_fd < 0: sendfile (out is not a file).
- * The offsets were read by may_split: the pointers are valid. */
-static ssize_t copy_pieces(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
-			   unsigned fl, bool is_sendfile)
-{
-	ssize_t total = 0;
-
-	if (n > RW_MAX)
-		n = RW_MAX;
-	do { /* at least one call: it reports bad fds even for n == 0 */
-		size_t want = n - (size_t)total < PIECE ? n - (size_t)total : PIECE;
-		int64_t is = in_off ? *in_off : -1, os = out_off ? *out_off : -1;
-		ssize_t rc = is_sendfile ? call_sendfile(out, in, in_off, want)
-					 : call_cfr(in, in_off, out, out_off, want, fl);
-
-		if (rc < 0)
-			return total ? total : rc; /* errno is the call's when nothing moved */
-		if (rc > 0) {
-			MSQ_PROTECT_ERRNO;
-			msq_fds_after(in, is, (uint64_t)rc, false);
-			if (!is_sendfile)
-				msq_fds_after(out, os, (uint64_t)rc, true);
-		}
-		total += rc;
-		if ((size_t)rc < want)
-			break; /* end of file, or the output would block */
-	} while ((size_t)total < n);
-	return total;
-}
-
-/* The whole call, then the bookkeeping of what it moved.  The offsets
- * are read only after the kernel accepted (and advanced) them. */
-static ssize_t copy_whole(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
-			  unsigned fl, bool is_sendfile)
-{
-	ssize_t rc;
-
-	rc = is_sendfile ? call_sendfile(out, in, in_off, n) : call_cfr(in, in_off, out, out_off, n, fl);
-	if (rc > 0) {
-		MSQ_PROTECT_ERRNO;
-		msq_fds_after(in, in_off ? *in_off - rc : -1, (uint64_t)rc, false);
-		if (!is_sendfile)
-			msq_fds_after(out, out_off ? *out_off - rc : -1, (uint64_t)rc, true);
+	if (x->writing ? MSQ_FAULT("madvseq/readpath/pwritev2") : MSQ_FAULT("madvseq/readpath/preadv2"))
+		return -2;
+	rc = syscall(x->writing ? SYS_pwritev2 : SYS_preadv2, x->fd, iov, cnt, (long)off, 0L,
+		     flags | RWF_DONTCACHE);
+	if (rc < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
+		/* Refused before any data moved: the program's own call decides
+		 * (an EINVAL of its own making comes back from it).  Kernels and
+		 * filesystems without RWF_DONTCACHE say EOPNOTSUPP, kernels
+		 * without the syscall ENOSYS. */
+		x->refused = errno == EOPNOTSUPP;
+		errno = saved;
+		return -2;
 	}
 	return rc;
 }
 
-static ssize_t copy_managed(int in, int64_t *in_off, int out, int64_t *out_off, size_t n,
-			    unsigned fl, bool is_sendfile)
+/*
+ * A transfer on an fd the read path may manage, in one recipe: classify
+ * (msq_fds_begin), act (the program's call, or RWF_DONTCACHE in its
+ * place), account (msq_fds_end).
+ */
+static __attribute__((noinline, cold)) ssize_t transfer(bool writing, enum xkind k, int fd,
+							 void *b, size_t n,
+							 const struct iovec *iov, int cnt,
+							 int64_t off, int fl)
 {
-	ssize_t rc;
+	int64_t at = (k == X_ONE || k == X_V || off == -1) ? -1 : off;
+	struct iovec one = { b, n };
+	struct msq_xfer x;
+	ssize_t rc = -2;
+
+	if (k == X_ONE || k == X_POS || k == X_POS64) {
+		iov = &one;
+		cnt = 1;
+	}
 
 	MSQ_ENTER();
-	/* (No owner check: a vfork child that copies anyway gets the one
-	 * call's result either way.)  Classified before the call: its
-	 * snapshot sees what was cached before. */
-	copy_classify(in, is_sendfile ? -1 : out);
-	if (may_split(in, in_off, out, out_off, n, fl, is_sendfile))
-		rc = copy_pieces(in, in_off, out, out_off, n, fl, is_sendfile);
-	else
-		rc = copy_whole(in, in_off, out, out_off, n, fl, is_sendfile);
+	msq_fds_begin(&x, fd, writing, iov_bytes(iov, cnt));
+	if (x.dontcache)
+		rc = try_dontcache(&x, iov, cnt, at, fl);
+	if (rc == -2)
+		rc = call_x(writing, k, fd, b, n, iov, cnt, off, fl);
+	if (rc > 0 || x.refused)
+		msq_fds_end(&x, at, rc);
 	MSQ_LEAVE();
 	return rc;
 }
 
-MSQ_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+/* Every wrapper of the families: the fast path, or the recipe. */
+static inline ssize_t wrap_x(bool writing, enum xkind k, int fd, const void *buf, size_t n,
+			     const struct iovec *iov, int cnt, int64_t off, int fl)
 {
-	if (copy_untracked(in, -1))
-		return CALL(sendfile, syscall(SYS_sendfile, out, in, off, n), out, in, off, n);
-	return copy_managed(in, (int64_t *)off, out, NULL, n, 0, true);
+	if (__builtin_expect(untracked(fd) || bad_offset(k, off), 1))
+		return call_x(writing, k, fd, (void *)buf, n, iov, cnt, off, fl);
+	return transfer(writing, k, fd, (void *)buf, n, iov, cnt, off, fl);
 }
 
-MSQ_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+/* read() and __read_chk share it: no call of the exported name from
+ * inside the library (it would bind to the library's own symbol). */
+MSQ_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	if (copy_untracked(in, -1))
-		return call_sendfile(out, in, (int64_t *)off, n);
-	return copy_managed(in, (int64_t *)off, out, NULL, n, 0, true);
+	return wrap_x(false, X_ONE, fd, buf, n, NULL, 0, -1, 0);
 }
 
-MSQ_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
-				   unsigned fl)
+MSQ_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	if (copy_untracked(in, out))
-		return call_cfr(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl);
-	return copy_managed(in, (int64_t *)in_off, out, (int64_t *)out_off, n, fl, false);
+	if (n > buflen && msq_real.read_chk)
+		return msq_real.read_chk(fd, buf, n, buflen); /* reports the overflow */
+	return wrap_x(false, X_ONE, fd, buf, n, NULL, 0, -1, 0);
+}
+
+MSQ_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return wrap_x(false, X_POS, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	return wrap_x(false, X_POS64, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	if (n > buflen && msq_real.pread_chk)
+		return msq_real.pread_chk(fd, buf, n, off, buflen);
+	return wrap_x(false, X_POS, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+	if (n > buflen && msq_real.pread64_chk)
+		return msq_real.pread64_chk(fd, buf, n, off, buflen);
+	return wrap_x(false, X_POS64, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	return wrap_x(false, X_V, fd, NULL, 0, iov, cnt, -1, 0);
+}
+
+MSQ_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return wrap_x(false, X_PV, fd, NULL, 0, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return wrap_x(false, X_PV64, fd, NULL, 0, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+{
+	return wrap_x(false, X_PV2, fd, NULL, 0, iov, cnt, off, fl);
+}
+
+MSQ_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
+{
+	return wrap_x(false, X_PV64V2, fd, NULL, 0, iov, cnt, off, fl);
+}
+
+/* Writes: a stream's writes go through RWF_DONTCACHE once write-behind is
+ * due (fdstream.c). */
+MSQ_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	return wrap_x(true, X_ONE, fd, buf, n, NULL, 0, -1, 0);
+}
+
+MSQ_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return wrap_x(true, X_POS, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	return wrap_x(true, X_POS64, fd, buf, n, NULL, 0, off, 0);
+}
+
+MSQ_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	return wrap_x(true, X_V, fd, NULL, 0, iov, cnt, -1, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return wrap_x(true, X_PV, fd, NULL, 0, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return wrap_x(true, X_PV64, fd, NULL, 0, iov, cnt, off, 0);
+}
+
+MSQ_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+{
+	return wrap_x(true, X_PV2, fd, NULL, 0, iov, cnt, off, fl);
+}
+
+MSQ_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int fl)
+{
+	return wrap_x(true, X_PV64V2, fd, NULL, 0, iov, cnt, off, fl);
 }
 
 /* ---- advice ------------------------------------------------------------ */
@@ -770,37 +522,38 @@ static int stream_fd(FILE *fp)
 	return fp ? fileno(fp) : -1;
 }
 
-/* Before a stdio call the real function `have' makes: the fd behind fp,
- * looked at and with the guard raised, when the read path follows it;
- * -1 (nothing done) otherwise. */
-static int stdio_begin(FILE *fp, bool have)
+/* Before a stdio call the real function `have' makes: true, with x
+ * classified and the guard raised, when the read path follows the fd
+ * behind fp (never through RWF_DONTCACHE: stdio makes its own calls). */
+static bool stdio_begin(struct msq_xfer *x, FILE *fp, bool have, bool writing)
 {
 	int fd;
 
 	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !have ||
 	    untracked(fd = stream_fd(fp)))
-		return -1;
+		return false;
 	MSQ_ENTER();
-	msq_fds_seen(fd);
-	return fd;
+	msq_fds_begin(x, fd, writing, 0);
+	return true;
 }
 
-/* After it, when stdio_begin gave fd >= 0: n bytes moved. */
-static void stdio_end(int fd, uint64_t n, bool writing)
+/* After it, when stdio_begin said true: n bytes moved. */
+static void stdio_end(const struct msq_xfer *x, uint64_t n)
 {
 	if (n)
-		msq_fds_after(fd, -1, n, writing);
+		msq_fds_end(x, -1, (int64_t)n);
 	MSQ_LEAVE();
 }
 
 static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlocked)
 {
 	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? msq_real.fread_unlocked : msq_real.fread;
-	int fd = stdio_begin(fp, fn);
+	struct msq_xfer x;
+	bool on = stdio_begin(&x, fp, fn, false);
 	size_t rc = fn ? fn(p, size, n, fp) : 0;
 
-	if (fd >= 0)
-		stdio_end(fd, (uint64_t)rc * size, false);
+	if (on)
+		stdio_end(&x, (uint64_t)rc * size);
 	return rc;
 }
 
@@ -818,11 +571,12 @@ static size_t fwrite_common(const void *p, size_t size, size_t n, FILE *fp, bool
 {
 	size_t (*fn)(const void *, size_t, size_t, FILE *) =
 		unlocked ? msq_real.fwrite_unlocked : msq_real.fwrite;
-	int fd = stdio_begin(fp, fn);
+	struct msq_xfer x;
+	bool on = stdio_begin(&x, fp, fn, true);
 	size_t rc = fn ? fn(p, size, n, fp) : 0;
 
-	if (fd >= 0)
-		stdio_end(fd, (uint64_t)rc * size, true);
+	if (on)
+		stdio_end(&x, (uint64_t)rc * size);
 	return rc;
 }
 
@@ -838,21 +592,23 @@ MSQ_EXPORT size_t (fwrite_unlocked)(const void *p, size_t size, size_t n, FILE *
 
 MSQ_EXPORT ssize_t getdelim(char **line, size_t *len, int delim, FILE *fp)
 {
-	int fd = stdio_begin(fp, msq_real.getdelim);
+	struct msq_xfer x;
+	bool on = stdio_begin(&x, fp, msq_real.getdelim, false);
 	ssize_t rc = msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
 
-	if (fd >= 0)
-		stdio_end(fd, rc > 0 ? (uint64_t)rc : 0, false);
+	if (on)
+		stdio_end(&x, rc > 0 ? (uint64_t)rc : 0);
 	return rc;
 }
 
 MSQ_EXPORT ssize_t getline(char **line, size_t *len, FILE *fp)
 {
-	int fd = stdio_begin(fp, msq_real.getline);
+	struct msq_xfer x;
+	bool on = stdio_begin(&x, fp, msq_real.getline, false);
 	ssize_t rc = msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
 
-	if (fd >= 0)
-		stdio_end(fd, rc > 0 ? (uint64_t)rc : 0, false);
+	if (on)
+		stdio_end(&x, rc > 0 ? (uint64_t)rc : 0);
 	return rc;
 }
 

@@ -117,10 +117,12 @@ static void read_config(void)
 	READ_ENV("MADVSEQ_LAG", msq_parse_size, &msq_cfg.policy.lag, "a size (e.g. 16M)", def);
 	READ_ENV("MADVSEQ_INTERVAL", msq_parse_duration_ns, &msq_cfg.policy.interval_ns,
 		 "a duration from 100us to 1h (e.g. 20ms)", "20ms");
+#ifdef MSQ_TEST_HOOKS
 	/* A test hook: the fallback that reads one pagemap entry a page. */
 	v = msq_test_env("MADVSEQ_PAGEMAP_SCAN");
 	if (v && msq_parse_bool(v, &scan) < 0)
 		msq_warn("MADVSEQ_PAGEMAP_SCAN='%s' is not a boolean (yes or no); using 1", v);
+#endif
 	msq_cfg.force_pagemap_read = !scan;
 	/* Whole pages; at least one chunk, so a cursor's own chunk stays. */
 	msq_cfg.policy.lag &= ~(uint64_t)4095;
@@ -153,15 +155,18 @@ bool msq_kernel_covers(bool *by_cgroup)
 	int k = __atomic_load_n(&g_kernel, __ATOMIC_ACQUIRE);
 
 	if (k < 0) {
-		/* MADVSEQ_PROCFS, MADVSEQ_CGROUPFS (test hooks): where to
-		 * look for the kernel's switches: the sysctl, and the
-		 * per-cgroup file of the process's own cgroup v2 (or an
-		 * ancestor's).  Two threads may both look: same answer. */
-		const char *procfs = msq_test_env("MADVSEQ_PROCFS");
+		/* The kernel's switches: the sysctl, and the per-cgroup file
+		 * of the process's own cgroup v2 (or an ancestor's).  Two
+		 * threads may both look: same answer. */
+		const char *procfs = NULL, *cgroupfs = NULL;
 		bool cg = false;
 
-		k = msq_kernel_dropbehind_for(procfs ? procfs : "/proc",
-					      msq_test_env("MADVSEQ_CGROUPFS"), 0, &cg) == 1;
+#ifdef MSQ_TEST_HOOKS
+		/* Test hooks: fixture trees in their place. */
+		procfs = msq_test_env("MADVSEQ_PROCFS");
+		cgroupfs = msq_test_env("MADVSEQ_CGROUPFS");
+#endif
+		k = msq_kernel_dropbehind_for(procfs ? procfs : "/proc", cgroupfs, 0, &cg) == 1;
 		k = k ? 1 + cg : 0;
 		__atomic_store_n(&g_kernel, k, __ATOMIC_RELEASE);
 	}

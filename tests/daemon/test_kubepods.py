@@ -3,9 +3,11 @@
 trees of both cgroup drivers on v1 and v2 (tests/fixtures/kubepods), the
 manifests of contrib/kubernetes checked for the privileges and mounts they
 must have, and metrics labelled by pod from a real daemon managing a stream
-in a kubepods-shaped memory cgroup made under this test's own.
+in a kubepods-shaped memory cgroup made under this test's own; and the
+daemon of a pod with its own cgroup namespace, which enters the node's to
+read other pods' paths as the node does.
 
-    test_kubepods.py fixture|manifests|metrics"""
+    test_kubepods.py fixture|manifests|metrics|cgroupns"""
 import os
 import re
 import shutil
@@ -244,7 +246,97 @@ def case_metrics():
     done()
 
 
-CASES = {"fixture": case_fixture, "manifests": case_manifests, "metrics": case_metrics}
+def case_cgroupns():
+    """madvseqd in a cgroup namespace of its own, made (unshare -C) in a
+    burstable pod's container cgroup as a DaemonSet's pod is: a BestEffort
+    pod's process reads "/../../besteffort/pod.../ID" from there.  It enters
+    the node's namespace and resolves the pod's real path, section and pod;
+    with --own-cgroupns, or without CAP_SYS_ADMIN, it warns, and the path is
+    the relative one no section or pod matcher matches."""
+    if os.geteuid() != 0:
+        skip("needs root (cgroup namespaces, memory cgroups)")
+    d_bin = tool("MADVSEQD")
+    if not shutil.which("unshare") or not shutil.which("capsh"):
+        skip("unshare (util-linux) or capsh (libcap2-bin) is not installed")
+    if not os.path.exists("/proc/self/ns/cgroup"):
+        skip("the kernel has no cgroup namespaces")
+    cg = Cgroup("cgroupns", 256 * M)
+    sleeper = None
+    daemon_uid = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    try:
+        if cg.v2:
+            top = "kubepods.slice"
+            own = (top, "kubepods-burstable.slice",
+                   "kubepods-burstable-pod%s.slice" % daemon_uid.replace("-", "_"),
+                   "cri-containerd-%s.scope" % ("d0" * 32))
+            other = (top, "kubepods-besteffort.slice",
+                     "kubepods-besteffort-pod%s.slice" % UID_OTHER.replace("-", "_"),
+                     "cri-containerd-%s.scope" % ("c3" * 32))
+        else:
+            top = "kubepods"
+            own = (top, "burstable", "pod" + daemon_uid, "d0" * 32)
+            other = (top, "besteffort", "pod" + UID_OTHER, "c3" * 32)
+        own_dir, other_dir = kube_cgroup(cg, *own), kube_cgroup(cg, *other)
+        root = "/sys/fs/cgroup" if cg.v2 else "/sys/fs/cgroup/memory"
+        host_path = other_dir[len(root):]
+        sleeper = subprocess.Popen(["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec sleep 60', other_dir])
+        for _ in range(100):
+            if os.path.exists("/proc/%d/cgroup" % sleeper.pid) and \
+                    host_path in open("/proc/%d/cgroup" % sleeper.pid).read():
+                break
+            time.sleep(0.02)
+        with Workdir("kube-cgroupns") as wd:
+            conf = configmap_conf(wd.path)
+
+            def resolve(*extra, caps=None):
+                cmd = [d_bin, "-c", conf, "--resolve", str(sleeper.pid)] + list(extra)
+                if caps:
+                    cmd = ["capsh", caps, "--", "-c", " ".join(cmd)]
+                # (sh: joins the container cgroup first, then its own namespace)
+                r = subprocess.run(["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec unshare -C "$@"',
+                                    own_dir] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=plain_env(), timeout=60)
+                print("$ madvseqd --resolve %d %s%s\n%s%s" % (sleeper.pid, " ".join(extra),
+                                                              " (" + caps + ")" if caps else "",
+                                                              r.stderr, r.stdout))
+                return r
+
+            r = resolve()
+            check(r.returncode == 0, "--resolve in a cgroup namespace of its own answers")
+            check("entered the cgroup namespace of" in r.stderr, "the daemon says it entered the node's")
+            check("cgroup %s (v%d)" % (host_path, 2 if cg.v2 else 1) in r.stdout,
+                  "the BestEffort pod's process resolves to its cgroup as the node sees it")
+            check("section besteffort" in r.stdout and ("pod %s qos besteffort" % UID_OTHER) in r.stdout,
+                  "its section and its pod are the ones the node's path names")
+            check("usage " in r.stdout, "its memory usage is read from the node's cgroup tree")
+            for extra, caps, what in ((["--own-cgroupns"], None, "--own-cgroupns"),
+                                      ([], "--drop=cap_sys_admin", "without CAP_SYS_ADMIN")):
+                r = resolve(*extra, caps=caps)
+                m = re.search(r"^pid \d+ cgroup (\S+) ", r.stdout, re.M)
+                rel = m.group(1) if m else ""
+                check(r.returncode == 0 and "warning:" in r.stderr and "do not match" in r.stderr,
+                      "%s: one warning, which says what does not match" % what)
+                check(rel.startswith("/..") and rel != host_path and "pod " not in r.stdout and
+                      "section besteffort" not in r.stdout,
+                      "%s: the path is relative to the daemon's own cgroup (%s), no pod, no section" % (what, rel))
+            # A fixture has no namespace files: nothing to compare, no warning.
+            fx = os.path.join(FIXTURES, "cgroupfs-v1")
+            r = subprocess.run([d_bin, "-c", conf, "--proc-root", os.path.join(fx, "proc"), "-l", "debug",
+                                "--cgroup-root", os.path.join(fx, "cgroup"), "--resolve", "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            check("nothing to compare" in r.stderr and "warning" not in r.stderr,
+                  "a --proc-root fixture is left alone (%s)" % r.stderr.strip().splitlines()[:1])
+    finally:
+        if sleeper:
+            sleeper.kill()
+            sleeper.wait()
+        rm_tree(os.path.join(cg.path, "kubepods.slice" if cg.v2 else "kubepods"))
+        cg.remove()
+    done()
+
+
+CASES = {"fixture": case_fixture, "manifests": case_manifests, "metrics": case_metrics,
+         "cgroupns": case_cgroupns}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

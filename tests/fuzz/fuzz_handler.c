@@ -37,12 +37,14 @@
 
 #include "../../daemon/client.h"
 #include "../../daemon/cycle.h"
-#include "../../daemon/daemon.h"
+#include "../../daemon/msqd.h"
 #include "../../daemon/exitdrop.h"
 #include "../../daemon/handle.h"
 #include "../../daemon/log.h"
 #include "../../daemon/refs.h"
 #include "../../daemon/regions.h"
+#include "../../daemon/server.h"
+#include "../../daemon/util.h"
 
 #define FIXED_ADDR UINT64_C(0x200000000000)
 #define FILE_PAGES 64
@@ -70,14 +72,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	unlink(path);
 	close(fd);
 	msqd_log_level = LOG_CRIT; /* quiet: the fuzzer's own output matters */
-	d = (struct msqd){ .proc_root = "/proc", .cg_root = "/sys/fs/cgroup", .lfd = -1, .sigfd = -1,
-			   .spare_fd = -1, .disk_intake = { .fd = -1 }, .region_fd_budget = 256 };
-	msqd_conf_init(&d.conf);
-	d.conf.walk_budget_ns = 1000000;
-	d.epfd = epoll_create1(EPOLL_CLOEXEC);
+	d = (struct msqd){ .set = { .proc_root = "/proc", .cg_root = "/sys/fs/cgroup" },
+			   .srv = { .lfd = -1, .sigfd = -1, .spare_fd = -1 },
+			   .disc = { .disk_intake = { .fd = -1 } }, .rg = { .fd_budget = 256 } };
+	msqd_conf_init(&d.set.conf);
+	d.set.conf.walk_budget_ns = 1000000;
+	d.srv.epfd = epoll_create1(EPOLL_CLOEXEC);
 	msqd_refs_init(&d);
 	d.started_ns = d.now_ns = msqd_now_ns();
-	d.sleep_ns = d.conf.interval_ns;
+	d.cyc.sleep_ns = d.set.conf.interval_ns;
 	return 0;
 }
 
@@ -128,7 +131,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 		d.now_ns = msqd_now_ns();
-		rc = msqd_handle(&d, c, msg, n);
+		{
+			struct msqd_reply reply = { 0 };
+			int sent;
+
+			rc = msqd_handle(&d, c, msg, n, &reply);
+			sent = msqd_server_send_reply(c, &reply);
+			if (rc == 0)
+				rc = sent;
+		}
 		drain(sv[1]);
 		if (rc < 0 || c->closing_ns)
 			break;
@@ -136,8 +147,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What the daemon does between messages: a cycle, the walks. */
 	d.now_ns = msqd_now_ns();
 	msqd_cycle(&d);
-	msqd_snapshots(&d, msqd_now_ns() + d.conf.walk_budget_ns);
-	msqd_exit_drops(&d, msqd_now_ns() + d.conf.walk_budget_ns);
+	msqd_snapshots(&d, msqd_now_ns() + d.set.conf.walk_budget_ns);
+	msqd_exit_drops(&d, msqd_now_ns() + d.set.conf.walk_budget_ns);
 	msqd_client_drop(&d, c, "fuzz input done");
 	msqd_exit_drops(&d, UINT64_MAX);
 	close(sv[1]);

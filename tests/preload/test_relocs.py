@@ -11,24 +11,23 @@ under locks the library already holds.
 
 usage: test_relocs.py"""
 
+import os
 import re
 import subprocess
 import sys
 
 from msqtest import check, done, library, skip
 
-# Every function the shim wraps (mprotect and pkey_mprotect: so that a
-# private mapping made writable is seen).  Nothing else may be exported.
-WRAPPED = {
-    "read", "pread", "pread64", "readv", "preadv", "preadv64", "preadv2", "preadv64v2",
-    "__read_chk", "__pread_chk", "__pread64_chk",
-    "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64", "pwritev2", "pwritev64v2",
-    "posix_fadvise", "posix_fadvise64", "sendfile", "sendfile64", "copy_file_range",
-    "close", "dup", "dup2", "dup3", "fcntl", "fcntl64", "close_range",
-    "fread", "fread_unlocked", "fwrite", "fwrite_unlocked", "getdelim", "getline", "fclose",
-    "mmap", "mmap64", "munmap", "mremap", "madvise", "posix_madvise", "mprotect", "pkey_mprotect",
-    "_exit", "_Exit",
-}
+# Every function the shim wraps, from the one list the library's version
+# script is generated from (mprotect and pkey_mprotect: so that a private
+# mapping made writable is seen).  Nothing else may be exported.
+WRAPPED_DEF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "preload",
+                           "wrapped.def")
+
+
+def wrapped():
+    with open(WRAPPED_DEF) as f:
+        return set(re.findall(r"^MSQ_(?:WRAP|ALIAS)\((\w+)", f.read(), re.M))
 
 
 def tool(args):
@@ -84,11 +83,15 @@ def main():
                      if re.search(r"/libc[.-][^/]*so", l))
     libc = set(re.findall(r"^\S+ [TWi] (\S+?)(?:@\S*)?$",
                           tool(["nm", "-D", "--defined-only", libc_path]), re.M))
-    extra = sorted(exported - WRAPPED)
+    listed = wrapped()
+    check(len(listed) > 40, "wrapped.def lists the wrapped functions (%d)" % len(listed))
+    extra = sorted(exported - listed)
+    missing = sorted(listed - exported)
     objects = sorted(n for n, defined, bind, typ in syms.values()
                      if defined and n in exported and typ not in ("FUNC", "IFUNC"))
     not_libc = sorted(n for n in exported if libc and n not in libc)
     check(not extra, "nothing but the wrapped libc functions is exported (extra: %s)" % extra)
+    check(not missing, "every function wrapped.def lists is exported (missing: %s)" % missing)
     check(not objects, "no data object is exported (%s)" % objects)
     check(not not_libc, "every export is a libc function (not in libc: %s)" % not_libc)
     check(not any(n.startswith(("msq_", "urcu", "rcu_", "fiu")) for n in exported),
