@@ -108,49 +108,59 @@ int msqd_fdact_snapshot(int fd, uint64_t from, uint64_t to, uint64_t size, struc
 	return 0;
 }
 
+/* One chunk [a, b): dropped if no page of it is dirty or under writeback,
+ * else added to left.  0 or -errno. */
+static int drop_chunk(int fd, uint64_t a, uint64_t b, uint64_t *dropped, struct msq_extents *left)
+{
+	struct msq_cachestat_range cr = { a, b - a };
+	struct msq_cachestat cs;
+	int64_t before, after;
+	int r;
+
+	if (msq_cachestat(fd, &cr, &cs) < 0)
+		return -errno;
+	before = (int64_t)(cs.nr_cache * PAGE);
+	if (before == 0)
+		return 0;
+	if (cs.nr_dirty || cs.nr_writeback) {
+		/* DONTNEED would start (and may wait on) the writeback itself,
+		 * in the daemon's only thread: tried again once the writeback
+		 * sync_file_range started has made the pages clean. */
+		return left && msq_extents_add(left, a, b) < 0 ? -ENOMEM : 0;
+	}
+	if (MSQ_FAULT("madvseq/daemon/fd/fadvise"))
+		r = -EIO;
+	else
+		r = msq_sys_fadvise(fd, a, b - a, POSIX_FADV_DONTNEED);
+	if (r < 0)
+		return r;
+	after = msqd_fdact_cached(fd, a, b);
+	if (after >= 0 && after < before)
+		*dropped += (uint64_t)(before - after);
+	return left && after != 0 && msq_extents_add(left, a, b) < 0 ? -ENOMEM : 0;
+}
+
 int msqd_fdact_drop(int fd, const struct msq_extents *drop, uint64_t *dropped,
 		    struct msq_extents *left)
 {
+	/* Chunk by chunk: a write stream's pages behind it are clean in order
+	 * of their writeback, and one dirty page must hold back its chunk
+	 * alone, not the whole range. */
+	const uint64_t step = UINT64_C(2) << 20;
 	int rc = 0;
 
 	*dropped = 0;
 	for (size_t i = 0; i < drop->n; i++) {
-		uint64_t a = drop->v[i].start, b = drop->v[i].end;
-		struct msq_cachestat_range cr = { a, b - a };
-		struct msq_cachestat cs;
-		int64_t before, after;
-		int r;
+		for (uint64_t a = drop->v[i].start; a < drop->v[i].end;) {
+			uint64_t b = (a & ~(step - 1)) + step;
+			int r;
 
-		if (msq_cachestat(fd, &cr, &cs) < 0) {
-			if (!rc)
-				rc = -errno;
-			continue;
-		}
-		before = (int64_t)(cs.nr_cache * PAGE);
-		if (before == 0)
-			continue;
-		if (cs.nr_dirty || cs.nr_writeback) {
-			/* DONTNEED would start (and may wait on) the writeback
-			 * itself, in the daemon's only thread: tried again once
-			 * sync_file_range's writeback made the pages clean. */
-			if (left && msq_extents_add(left, a, b) < 0 && !rc)
-				rc = -ENOMEM;
-			continue;
-		}
-		if (MSQ_FAULT("madvseq/daemon/fd/fadvise"))
-			r = -EIO;
-		else
-			r = msq_sys_fadvise(fd, a, b - a, POSIX_FADV_DONTNEED);
-		if (r < 0) {
-			if (!rc)
+			if (b > drop->v[i].end)
+				b = drop->v[i].end;
+			if ((r = drop_chunk(fd, a, b, dropped, left)) < 0 && !rc)
 				rc = r;
-			continue;
+			a = b;
 		}
-		after = msqd_fdact_cached(fd, a, b);
-		if (before > 0 && after >= 0 && after < before)
-			*dropped += (uint64_t)(before - after);
-		if (left && after != 0 && msq_extents_add(left, a, b) < 0 && !rc)
-			rc = -ENOMEM;
 	}
 	return rc;
 }

@@ -41,12 +41,12 @@ int msqd_fdact_snapshot(int fd, uint64_t from, uint64_t to, uint64_t size, struc
 			size_t max_ranges, uint64_t *reached);
 
 /*
- * posix_fadvise(DONTNEED) of each range of drop (the kernel itself leaves
- * pages mapped anywhere, dirty or under writeback).  A range with dirty
- * pages or pages under writeback is not advised (DONTNEED would start
- * the writeback itself and may wait): it goes to left, to be tried again.  *dropped: bytes that
- * left the cache; ranges still partly cached after it (*left, may be NULL)
- * are added to left.  Returns 0 or the first -errno.
+ * posix_fadvise(DONTNEED) of each range of drop, a 2 MiB chunk at a time
+ * (the kernel itself leaves pages mapped anywhere).  A chunk with dirty
+ * pages or pages under writeback is not advised (DONTNEED would start the
+ * writeback itself and may wait): it goes to left, to be tried again.
+ * *dropped: bytes that left the cache; chunks still partly cached after it
+ * are added to left too (left may be NULL).  Returns 0 or the first -errno.
  */
 int msqd_fdact_drop(int fd, const struct msq_extents *drop, uint64_t *dropped,
 		    struct msq_extents *left);

@@ -30,7 +30,13 @@
 /* Planned per stream per look: fadvise(DONTNEED) of a gigabyte takes the
  * kernel ~100 ms, which a status request would wait for. */
 #define DROP_MAX (UINT64_C(64) << 20)
-#define WB_MAX (UINT64_C(64) << 20) /* writeback started per write stream per look */
+/* Writeback started per write stream per look: a look comes every
+ * discover_watch (100 ms), and a writer faster than this much per look
+ * has the kernel's flusher start the rest. */
+#define WB_MAX (UINT64_C(256) << 20)
+/* Dropped per stream per look, what was planned and what is retried:
+ * 2 MiB chunks, three system calls each. */
+#define RETRY_MAX (UINT64_C(256) << 20)
 
 void msqd_fdstream_free(struct msqd_fdwatch *w, struct fdw_file *f)
 {
@@ -106,17 +112,26 @@ int msqd_fdstream_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, st
 		    msq_extents_add(&f->known, f->snap_end, KNOWN_END) == 0)
 			f->open_ended = true;
 	}
-	/* Behind: what the policy lets go. */
+	/* Behind: what the policy lets go.  A writer that stands still at
+	 * its file's end (done, or between files) leaves its lag too, as a
+	 * reader at the end does: those pages are its own, just written. */
 	if (f->seq.stream && g && g->pol->mode == MSQ_MODE_PAGEOUT && msqd_gate_open(d, g)) {
 		struct msqd_fdseq_plan_in in = {
 			.pos = pos, .lag = g->pol->lag, .done = f->done, .size = f->size, .max = DROP_MAX,
-			.at_end = still && !writable && pos >= f->size && !f->ended,
+			.at_end = still && pos >= f->size && !f->ended,
 			.known = &f->known, .precached = &f->pre,
 		};
 		struct msq_extents left = MSQ_EXTENTS_INIT;
 
-		if (writable && pos > g->pol->lag / 2) {
-			uint64_t wb = msqd_fdseq_floor(pos - g->pol->lag / 2);
+		/* Write-behind: writeback of what is written up to the
+		 * position's last whole chunk (all of it at the end) starts
+		 * now, so that a look later, a lag behind, those pages are
+		 * clean and DONTNEED drops them without writing anything
+		 * itself.  Not for a file no directory names (st_nlink 0: a
+		 * temporary file whose pages go at its last close, and would
+		 * otherwise never reach the disk). */
+		if (writable && st.st_nlink) {
+			uint64_t wb = in.at_end ? msqd_fdseq_ceil(f->size) : msqd_fdseq_floor(pos);
 
 			if (wb > f->wb_done + WB_MAX)
 				wb = f->wb_done + WB_MAX;
@@ -125,6 +140,8 @@ int msqd_fdstream_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, st
 				f->wb_done = wb;
 			}
 		}
+		if (writable && in.at_end && f->wb_done < msqd_fdseq_ceil(f->size))
+			in.at_end = false; /* (its end next time, once all of it is under writeback) */
 		rc = msqd_fdseq_plan(&in, &drop, &next);
 		if (rc == 0) {
 			uint64_t before = f->done;
@@ -133,10 +150,24 @@ int msqd_fdstream_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, st
 			 * held for a moment) is tried again. */
 			msq_extents_add_all(&drop, &f->left);
 			msq_extents_clear(&f->left);
-			msqd_fdwatch_spend(w, (long)drop.n);
+			if (msq_extents_total(&drop) > RETRY_MAX) {
+				/* At most so much per look; the rest waits. */
+				uint64_t cut = drop.v[0].start + RETRY_MAX;
+
+				for (size_t i = 0; i < drop.n; i++)
+					if (drop.v[i].end > cut)
+						msq_extents_add(&left, drop.v[i].start > cut ? drop.v[i].start
+											  : cut, drop.v[i].end);
+				msq_extents_remove(&drop, cut, UINT64_MAX);
+			}
+			msqd_fdwatch_spend(w, (long)(msq_extents_total(&drop) >> 21) + 1);
 			rc = msqd_fdact_drop(dup, &drop, &dropped, &left);
+			/* (Too many pieces: their hull, whose dropped chunks the
+			 * next try finds uncached and passes over.) */
 			if (left.n <= MAX_LEFT)
 				msq_extents_add_all(&f->left, &left);
+			else
+				msq_extents_add(&f->left, left.v[0].start, left.v[left.n - 1].end);
 			f->done = next;
 			if (in.at_end)
 				f->ended = true;

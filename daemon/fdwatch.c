@@ -27,9 +27,11 @@
  * libmadvseq.so in its maps) manages its own descriptors; the watch leaves
  * it alone.
  *
- * Not covered: pread()/pwrite() streams leave the position where it is
- * (restic reads its sources with read(), but PostgreSQL's and most
- * databases' I/O is pread/pwrite): they are not found here.
+ * Not covered (madvseqd(8)): pread()/pwrite() streams leave the position
+ * where it is (restic reads its sources with read(), but PostgreSQL's and
+ * most databases' I/O is pread/pwrite); and files written and closed
+ * between two looks (restic's packs) are gone before a second look could
+ * see them move, and are never opened by path.
  */
 #include <dirent.h>
 #include <errno.h>
