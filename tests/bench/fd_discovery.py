@@ -127,19 +127,25 @@ def idle_cpu(T, wd, cg, secs=10):
     files = [T.__dict__["Workdir"] and os.path.join(wd, "small")]
     with open(files[0], "wb") as f:
         f.write(b"x" * 65536)
-    code = "import os,sys,time\nfds=[os.open(sys.argv[1],os.O_RDONLY) for _ in range(100)]\ntime.sleep(3600)"
+    # One process opens the 100 descriptors and forks the other 999, which
+    # inherit them: 1,000 processes for the memory of a few (copy on write).
+    code = ("import os,sys,time\nfds=[os.open(sys.argv[1],os.O_RDONLY) for _ in range(100)]\n"
+            "for _ in range(999):\n    if os.fork() == 0:\n        time.sleep(3600); os._exit(0)\n"
+            "time.sleep(3600)")
     d = T.Daemon(wd, T.conf_for(cg), name="idle")
     try:
-        for _ in range(1000):
-            procs.append(subprocess.Popen(cg.prefix() + ["python3", "-c", code, files[0]],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(cg.prefix() + ["python3", "-c", code, files[0]],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
         time.sleep(15)  # started and asleep
+        n = len(open(os.path.join(cg.path, "cgroup.procs")).read().split())
+        print("idle: %d processes in the watched cgroup" % n)
         c0 = cpu_s(d.pid)
         time.sleep(secs)
         return (cpu_s(d.pid) - c0) / secs
     finally:
         for p in procs:
-            p.kill()
+            os.killpg(p.pid, 9)
         for p in procs:
             p.wait()
         d.stop()

@@ -158,6 +158,8 @@ def case_program(name):
             time.sleep(0.5)
             low = res.stop()
             v1 = cached(vfile)
+            # (Before any check reads the output back into the cache.)
+            left = sum(cached(f) for x in written for f in files_under(x)) if not concat else 0
             st = d.status()
             js = d.ctl("stats", "--format=json").stdout
             print("%s: exit %d in %.1fs (%.0f MiB/s); victim resident %.1f%% at the lowest, %.1f%% "
@@ -199,7 +201,6 @@ def case_program(name):
                   % (dropped // M, cached(src) // M))
             check(dropped >= STREAM // 2, "the daemon dropped most of the stream (%d MiB)" % (dropped // M))
             if not concat:
-                left = sum(cached(f) for x in written for f in files_under(x))
                 print("%s's output cached at the end: %d MiB" % (name, left // M))
                 check(left <= LAG + 64 * M + 8 * M, "%s's output leaves at most a lag cached past the "
                       "file cached before it (%d MiB)" % (name, left // M))
@@ -305,7 +306,101 @@ def case_attack(what):
     done()
 
 
-CASES = {}
+PGBIN = "/usr/lib/postgresql/15/bin"
+
+
+def case_pg_basebackup():
+    """pg_basebackup against a server started without the library: its
+    walsender reads the cluster's files with pread(), which leaves every
+    descriptor's position where it is.  The daemon does not find pread()
+    streams (madvseqd(8), the status's fidelity line): this case shows that
+    limit as it is, a complete backup and no stream found for the server's
+    reads, and prints what the victim kept."""
+    need_root()
+    if not os.path.exists(os.path.join(PGBIN, "initdb")) or not os.path.exists(
+            os.path.join(PGBIN, "pg_basebackup")):
+        skip("PostgreSQL 15 server binaries not installed")
+    with Workdir("fd-pg") as w:
+        os.chmod(w.path, 0o755)
+        root = os.path.join(w.path, "pg")
+        data, sock, out = os.path.join(root, "data"), os.path.join(root, "sock"), os.path.join(w.path, "out")
+        os.makedirs(sock)
+        for x in (root, sock):
+            shutil.chown(x, "postgres", "postgres")
+        port = str(5400 + os.getpid() % 1000)
+        pg = lambda tool, *a: [os.path.join(PGBIN, tool), "-h", sock, "-p", port, "-U", "postgres"] + list(a)  # noqa: E731
+        asuser = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # (the server: no library)
+        subprocess.run(asuser + [os.path.join(PGBIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres",
+                                 "--no-sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(data, "postgresql.conf"), "a") as f:
+            f.write("listen_addresses = ''\nunix_socket_directories = '%s'\nport = %s\n"
+                    "max_wal_senders = 4\nfsync = off\nsynchronous_commit = off\n" % (sock, port))
+        vfile = w.file("victim", VICTIM)
+        cg = Cgroup("fd-pg", 1 << 30)
+        victim, started = None, False
+        try:
+            d = Daemon(w.path, conf_for(cg))
+            subprocess.run(cg.prefix() + asuser + [os.path.join(PGBIN, "pg_ctl"), "-D", data, "-l",
+                           os.path.join(root, "log"), "-w", "-t", "300", "start"], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            started = True
+            subprocess.run(pg("psql", "-d", "postgres", "-qc",
+                              "create table t as select g, repeat('x', 1800) as v from "
+                              "generate_series(1, %d) g; checkpoint" % (STREAM // 2048)),
+                           env=env, check=True, stdout=subprocess.DEVNULL)
+            rel = os.path.join(data, subprocess.run(
+                pg("psql", "-d", "postgres", "-Atc", "select pg_relation_filepath('t')"), env=env,
+                check=True, stdout=subprocess.PIPE, text=True).stdout.strip())
+            segs = sorted(f for f in os.listdir(os.path.dirname(rel))
+                          if f == os.path.basename(rel) or f.startswith(os.path.basename(rel) + "."))
+            segs = [os.path.join(os.path.dirname(rel), f) for f in segs]
+            want = {f: sha(f) for f in segs}
+            for f in segs:
+                evict(f)
+            evict(vfile)
+            victim = subprocess.Popen(cg.prefix() + ["python3", "-c", VICTIM_PY, vfile],
+                                      stdout=subprocess.PIPE, text=True)
+            check(victim.stdout.readline().strip() == "warm", "the victim warmed its file")
+            time.sleep(0.5)
+            v0 = cached(vfile)
+            res = Residency(vfile)
+            t0 = time.time()
+            p = subprocess.run(cg.prefix() + pg("pg_basebackup", "-D", out, "-X", "fetch", "-c", "fast"),
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=600)
+            el = time.time() - t0
+            low = res.stop()
+            v1 = cached(vfile)
+            js = d.ctl("stats", "--format=json").stdout
+            fd_lines = [l for l in js.splitlines() if '"kind":"fd"' in l]
+            print("pg_basebackup: exit %d in %.1fs; the table %d MiB; victim resident %.1f%% at the lowest, "
+                  "%.1f%% at the end (the kernel alone: pread() streams are not found)"
+                  % (p.returncode, el, sum(os.path.getsize(f) for f in segs) // M, 100.0 * low / v0,
+                     100.0 * v1 / v0))
+            print("\n".join(fd_lines))
+            check(p.returncode == 0, "pg_basebackup exits 0 (%s)" % p.stdout.strip()[-300:])
+            for f, h in want.items():
+                check(sha(os.path.join(out, os.path.relpath(f, data))) == h,
+                      "the backup's %s is byte-identical" % os.path.relpath(f, data))
+            server_reads = [l for l in fd_lines if '"direction":"read"' in l and data in l]
+            check(not server_reads, "as madvseqd(8) states, the walsender's pread() stream is not "
+                  "found (%d found)" % len(server_reads))
+            check("pread()/pwrite() streams are not found" in d.status(),
+                  "the status says that pread()/pwrite() streams are not found")
+            d.stop()
+        finally:
+            if victim:
+                victim.kill()
+                victim.wait()
+            if started:
+                subprocess.run(asuser + [os.path.join(PGBIN, "pg_ctl"), "-D", data, "-m", "immediate", "-w",
+                                         "stop"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cg.remove()
+    done()
+
+
+CASES = {"pg_basebackup": case_pg_basebackup}
 for _p in ("busybox-cat", "busybox-dd", "pv", "rclone", "restic"):
     CASES[_p] = (lambda n: lambda: case_program(n))(_p)
 for _a in ("dup2-swap", "many-fds", "kinds", "sparse", "odirect", "exit-exec", "mntns"):
