@@ -29,8 +29,8 @@ void msqd_fdshow_text(struct msqd_out *o, const struct msqd *d)
 		for (size_t j = 0; j < p->nf; j++) {
 			const struct fdw_file *f = &p->f[j];
 
-			if (!f->started)
-				continue;
+			if (!f->started || !f->seq.stream)
+				continue; /* (a snapshot begun, not a stream yet) */
 			msqd_fdproc_comm(d->set.proc_root, p->pid, name, sizeof(name));
 			msqd_put(o, "  pid %d fd (%s) in %s: fd %d %s %s: at %s, streamed %s, dropped %s, "
 				    "kept %s, unknown %s\n",
@@ -53,8 +53,8 @@ bool msqd_fdshow_json(struct msqd_out *o, const struct msqd *d, bool first)
 		for (size_t j = 0; j < p->nf; j++) {
 			const struct fdw_file *f = &p->f[j];
 
-			if (!f->started)
-				continue;
+			if (!f->started || !f->seq.stream)
+				continue; /* (a snapshot begun, not a stream yet) */
 			msqd_fdproc_comm(d->set.proc_root, p->pid, name, sizeof(name));
 			/* (numbers first, as madvseq stat reads them) */
 			msqd_put(o, "%s\n{\"pid\":%d,\"dev\":%" PRIu64 ",\"ino\":%" PRIu64

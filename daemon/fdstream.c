@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/sys.h"
 #include "conf.h"
 #include "fdact.h"
 #include "fdproc.h"
@@ -33,7 +34,8 @@
 /* Writeback started per write stream per look: a look comes every
  * discover_watch (100 ms), and a writer faster than this much per look
  * has the kernel's flusher start the rest. */
-#define WB_MAX (UINT64_C(256) << 20)
+#define WB_MAX (UINT64_C(64) << 20)
+#define WB_INFLIGHT (UINT64_C(64) << 20)
 /* Dropped per stream per look, what was planned and what is retried:
  * 2 MiB chunks, three system calls each. */
 #define RETRY_MAX (UINT64_C(256) << 20)
@@ -132,9 +134,17 @@ int msqd_fdstream_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, st
 		 * otherwise never reach the disk). */
 		if (writable && st.st_nlink) {
 			uint64_t wb = in.at_end ? msqd_fdseq_ceil(f->size) : msqd_fdseq_floor(pos);
+			struct msq_cachestat_range cr = { f->done, f->wb_done - f->done };
+			struct msq_cachestat cs = { 0 };
 
 			if (wb > f->wb_done + WB_MAX)
 				wb = f->wb_done + WB_MAX;
+			/* While the disk has WB_INFLIGHT of this stream in flight,
+			 * no more: submitting past what the queue takes would
+			 * wait in the daemon's thread for requests to finish. */
+			if (wb > f->wb_done && f->wb_done > f->done && msq_cachestat(dup, &cr, &cs) == 0 &&
+			    cs.nr_writeback * UINT64_C(4096) >= WB_INFLIGHT)
+				wb = f->wb_done;
 			if (wb > f->wb_done && msqd_fdact_writeback(dup, f->wb_done, wb) == 0) {
 				w->wb_started += wb - f->wb_done;
 				f->wb_done = wb;

