@@ -17,11 +17,15 @@
  * starts the write-behind of a write stream.
  *
  * Bounds, whatever the watched processes do: at most MAX_PROCS processes,
- * MAX_FILES descriptors each, MAX_STREAMS streams with snapshots, and a
- * budget of BUDGET operations (a /proc read, a stat, a borrow) per look,
- * shared round-robin among the processes, so that 10,000 descriptors or a
- * thousand busy processes make the look longer, never the daemon's answers
- * slower than that.
+ * MAX_FILES descriptors each, MAX_STREAMS streams with snapshots.  A look
+ * is done in slices of at most BUDGET operations (a /proc read, a stat, a
+ * borrow) and SLICE_NS, with the event loop served between two slices; a
+ * look cut short goes on where it stopped (the next process by pid, the
+ * next descriptor by number), so that 10,000 descriptors or a thousand
+ * busy processes make the look longer, never the loop's gaps.  A
+ * descriptor that stayed still while its process moved data elsewhere
+ * gives its place up at once, so that a stream among thousands of idle
+ * descriptors is reached MAX_FILES descriptors a look.
  *
  * One manager per fd: a process that runs the library (connected, or with
  * libmadvseq.so in its maps) manages its own descriptors; the watch leaves
@@ -40,7 +44,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
@@ -58,7 +64,11 @@
 #define MAX_CGS 4096
 #define MAX_FILES 64        /* descriptors followed per process */
 #define FD_SCAN_MAX 512     /* descriptor entries looked at per scan of one process */
-#define BUDGET 4096         /* operations per look, all processes */
+#define BUDGET 1024         /* operations per slice of a look, all processes */
+/* A slice's time: what the loop's clients wait at most for the watch. */
+#define SLICE_NS (UINT64_C(4) * 1000 * 1000)
+/* Between two slices of a look cut short: the loop serves what came in. */
+#define SLICE_GAP_NS (UINT64_C(1) * 1000 * 1000)
 /* Intake per look that makes a cgroup hot.  The counter counts charges,
  * one per folio (v1 pgpgin: a 2 MiB folio is one), not pages: a few are
  * already megabytes of a stream, and a cgroup whose files are all cached
@@ -92,6 +102,7 @@ void msqd_fdwatch_free(struct msqd_fdwatch *w)
 	for (size_t i = 0; i < w->np; i++)
 		proc_free(w, w->p[i]);
 	free(w->p);
+	free(w->resume_cg);
 	for (struct fdw_cg *c = w->cgs, *n; c; c = n) {
 		n = c->next;
 		if (c->intake_fd >= 0)
@@ -210,11 +221,12 @@ static bool followed(const struct fdw_proc *p, int fd)
  * the last scan stopped. */
 static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 {
-	char path[128];
-	struct dirent *de;
+	char path[128], dbuf[4096] __attribute__((aligned(8)));
+	struct statfs sfs;
 	unsigned looked = 0;
-	int dfd, next_resume = -1;
-	DIR *dir;
+	int dfd, next_resume = p->fd_resume;
+	bool cut = false;
+	ssize_t got;
 
 	p->fds_ns = d->now_ns;
 	if (!p->maps_checked) {
@@ -229,52 +241,74 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%d/fd", d->set.proc_root, (int)p->pid);
-	if (MSQ_FAULT("madvseq/daemon/proc/fd") || !(dir = opendir(path)))
+	if (MSQ_FAULT("madvseq/daemon/proc/fd") ||
+	    (dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
-	dfd = dirfd(dir);
-	while ((de = readdir(dir))) {
-		struct fdw_file f = { 0 };
-		struct stat st;
-		char *end;
-		long fd = strtol(de->d_name, &end, 10);
+	/* In /proc/PID/fd a directory offset is a descriptor's number (+2,
+	 * past . and ..): a scan goes on after the last descriptor it
+	 * reached without listing again all those below it. */
+	if (p->fd_resume >= 0 && fstatfs(dfd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
+		lseek(dfd, (off_t)p->fd_resume + 3, SEEK_SET);
+	/* A small buffer: one getdents64 makes the kernel build an entry
+	 * (a dentry, an inode) for each descriptor it returns, and the
+	 * slice's budget can stop only between two calls. */
+	while (!cut && (got = getdents64(dfd, dbuf, sizeof(dbuf))) > 0) {
+		for (ssize_t at = 0; at < got && !cut;) {
+			struct dirent64 *de = (struct dirent64 *)(void *)(dbuf + at);
+			struct fdw_file f = { 0 };
+			struct stat st;
+			char *end;
+			long fd = strtol(de->d_name, &end, 10);
 
-		if (*end || end == de->d_name || fd < 0 || fd > INT32_MAX || fd <= p->fd_resume)
-			continue;
-		if (++looked > FD_SCAN_MAX || !msqd_fdwatch_spend(w, 2)) {
-			next_resume = p->fd_resume; /* (kept: go on from there) */
-			break;
-		}
-		next_resume = (int)fd;
-		if (followed(p, (int)fd))
-			continue;
-		/* stat follows the magic link to the open file itself (any
-		 * mount namespace); it opens nothing. */
-		if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) || !st.st_size)
-			continue;
-		if (msqd_fdproc_fdinfo(d->set.proc_root, p->pid, (int)fd, &f.seq.pos, &f.flags, &f.mnt_id, &f.ino) < 0 ||
-		    (f.flags & (O_DIRECT | O_PATH)) || (f.ino && f.ino != (uint64_t)st.st_ino))
-			continue;
-		if (!room(w, p)) {
-			w->over_limits++;
-			break;
-		}
-		{
-			struct fdw_file *v = realloc(p->f, (p->nf + 1) * sizeof(*v));
-
-			if (!v)
+			at += de->d_reclen;
+			if (*end || end == de->d_name || fd < 0 || fd > INT32_MAX || fd <= p->fd_resume)
+				continue;
+			if (++looked > FD_SCAN_MAX || !msqd_fdwatch_spend(w, 2)) {
+				cut = true; /* (this one: the next scan's first) */
 				break;
-			p->f = v;
+			}
+			if (followed(p, (int)fd)) {
+				next_resume = (int)fd;
+				continue;
+			}
+			/* stat follows the magic link to the open file itself
+			 * (any mount namespace); it opens nothing. */
+			if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) || !st.st_size ||
+			    msqd_fdproc_fdinfo(d->set.proc_root, p->pid, (int)fd, &f.seq.pos, &f.flags,
+					       &f.mnt_id, &f.ino) < 0 ||
+			    (f.flags & (O_DIRECT | O_PATH)) || (f.ino && f.ino != (uint64_t)st.st_ino)) {
+				next_resume = (int)fd;
+				continue;
+			}
+			if (!room(w, p)) {
+				w->over_limits++;
+				cut = true;
+				break;
+			}
+			{
+				struct fdw_file *v = realloc(p->f, (p->nf + 1) * sizeof(*v));
+
+				if (!v) {
+					cut = true;
+					break;
+				}
+				p->f = v;
+			}
+			f.fd = (int)fd;
+			f.dev = (uint64_t)st.st_dev;
+			f.ino = (uint64_t)st.st_ino;
+			f.size = (uint64_t)st.st_size;
+			msqd_fdseq_observe(&f.seq, f.seq.pos);
+			p->f[p->nf++] = f;
+			next_resume = (int)fd;
 		}
-		f.fd = (int)fd;
-		f.dev = (uint64_t)st.st_dev;
-		f.ino = (uint64_t)st.st_ino;
-		f.size = (uint64_t)st.st_size;
-		msqd_fdseq_observe(&f.seq, f.seq.pos);
-		p->f[p->nf++] = f;
+		/* (Each call is an operation of the budget too.) */
+		if (!cut && !msqd_fdwatch_spend(w, 1))
+			cut = true;
 	}
 	/* All read: the next scan starts from the first descriptor again. */
-	p->fd_resume = de ? next_resume : -1;
-	closedir(dir);
+	p->fd_resume = cut ? next_resume : -1;
+	close(dfd);
 }
 
 /* The followed descriptors of p: positions read, streams acted on. */
@@ -338,25 +372,35 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 	return moved;
 }
 
-static void look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p,
+/* One process's look.  Returns false when the slice ended before it
+ * began. */
+static bool look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p,
 		      struct msqd_cg *g, unsigned *streams)
 {
 	uint64_t io, grew, moved = 0;
 
+	if (!p->lib && !msqd_fdwatch_spend(w, 1))
+		return false;
 	p->seen_ns = d->now_ns;
-	if (p->lib || !msqd_fdwatch_spend(w, 1))
-		return;
-	if (msqd_fdproc_io(d->set.proc_root, p->pid, &io) < 0)
-		return;
+	if (p->lib || msqd_fdproc_io(d->set.proc_root, p->pid, &io) < 0)
+		return true;
 	if (!msqd_pidfd_alive(p->pidfd)) {
 		p->dead = true; /* (what was read may be a new process's) */
-		return;
+		return true;
 	}
 	grew = p->io_known && io >= p->io ? io - p->io : 0;
 	p->io = io;
 	p->io_known = true;
 	if (p->nf)
 		moved = follow(w, d, p, g, streams);
+	/* Data moved that the followed positions do not explain: those
+	 * that never moved are not what moves it, and make room for the
+	 * next descriptors (among thousands, the stream is reached a
+	 * MAX_FILES at a time). */
+	if (!p->dead && grew - (moved < grew ? moved : grew) >= CAND_BYTES)
+		for (size_t i = p->nf; i-- > 0;)
+			if (!p->f[i].started && !p->f[i].streamed && p->f[i].idle)
+				file_remove(w, p, i);
 	/* Data moved that no followed position explains: a descriptor not
 	 * followed yet (just opened, as a program goes from file to file),
 	 * looked for at the next look already; otherwise now and then. */
@@ -364,6 +408,7 @@ static void look_proc(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p
 	    d->now_ns - p->fds_ns >= (grew - (moved < grew ? moved : grew) >= CAND_BYTES
 					      ? RESCAN_SOON_NS : FD_RESCAN_NS))
 		scan_fds(w, d, p);
+	return true;
 }
 
 static int cmp_pid(const void *a, const void *b)
@@ -373,14 +418,15 @@ static int cmp_pid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The processes of one hot cgroup (its cgroup.procs), from a rotating
- * start so that a spent budget leaves others for the next look. */
+/* The processes of one hot cgroup (its cgroup.procs), by pid from where
+ * the last look stopped, so that a look cut short leaves the others for
+ * its next slice and none is starved. */
 static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *g,
 			struct fdw_cg *c, const pid_t *shims, size_t ns)
 {
 	char dir[4096], file[4200];
 	pid_t *pids = NULL, self = getpid();
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, first = 0;
 	unsigned streams = 0;
 	FILE *f;
 	long v;
@@ -402,8 +448,11 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 		pids[n++] = (pid_t)v;
 	}
 	fclose(f);
+	qsort(pids, n, sizeof(*pids), cmp_pid);
+	while (first < n && pids[first] <= c->resume_pid)
+		first++;
 	for (size_t k = 0; k < n; k++) {
-		pid_t pid = pids[(k + w->rot) % n];
+		pid_t pid = pids[(first + k) % n];
 		struct fdw_proc *p;
 
 		if (bsearch(&pid, shims, ns, sizeof(*shims), cmp_pid)) {
@@ -411,12 +460,15 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 			forget(w, pid);
 			continue;
 		}
-		if (w->budget <= 0)
+		if (w->cut)
 			break;
-		if ((p = proc_get(w, pid, c)))
-			look_proc(w, d, p, g, &streams);
+		if (!(p = proc_get(w, pid, c)) || look_proc(w, d, p, g, &streams))
+			c->resume_pid = pid;
 	}
-	c->streams = streams;
+	/* (A slice's count, of the processes it reached: the cgroup stays
+	 * looked into while any has a stream.) */
+	if (streams || !w->cut)
+		c->streams = streams;
 	free(pids);
 }
 
@@ -424,14 +476,17 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 {
 	struct msqd_fdwatch *w = &d->fdw;
 	uint64_t t0 = msqd_now_ns(), now_ns = d->now_ns, period = d->set.conf.discover_watch_ns;
+	bool fresh = !w->going_on, skipping = !fresh && w->resume_cg, hot = false;
 	pid_t *shims;
 	size_t ns = 0;
-	bool hot = false;
 
-	w->round++;
-	w->rot++;
-	w->looks++;
+	if (fresh) {
+		w->round++;
+		w->looks++;
+	}
 	w->budget = BUDGET;
+	w->until_ns = t0 + SLICE_NS;
+	w->cut = false;
 	shims = malloc((d->cl.n + 1) * sizeof(*shims));
 	if (!shims)
 		return period;
@@ -446,19 +501,34 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || !(c = cg_get(w, g)))
 			continue;
 		c->round = w->round;
-		if (msqd_cgroup_intake(d->set.cg_root, g->path, g->layout, &c->intake_fd, &v) == 0) {
-			if (c->known && v >= c->intake && v - c->intake >= HOT_CHARGES)
-				c->hot_until_ns = now_ns + HOT_NS;
-			c->intake = v;
-			c->known = true;
+		/* The intake is read once a look, at its first slice (the
+		 * cgroups after a cut too: their baselines stay a look's). */
+		if (fresh) {
+			if (msqd_cgroup_intake(d->set.cg_root, g->path, g->layout, &c->intake_fd, &v) == 0) {
+				if (c->known && v >= c->intake && v - c->intake >= HOT_CHARGES)
+					c->hot_until_ns = now_ns + HOT_NS;
+				c->intake = v;
+				c->known = true;
+			}
+			c->hot = now_ns < c->hot_until_ns || c->streams;
 		}
-		if (now_ns < c->hot_until_ns || c->streams) {
+		if (skipping) {
+			if (strcmp(c->path, w->resume_cg))
+				continue;
+			skipping = false;
+		}
+		if (c->hot)
 			hot = true;
+		if (c->hot && !w->cut) {
 			look_cgroup(w, d, g, c, shims, ns);
+			if (w->cut) {
+				free(w->resume_cg);
+				w->resume_cg = strdup(c->path);
+			}
 		}
 	}
 	free(shims);
-	if (w->budget <= 0)
+	if (w->cut)
 		w->busy_looks++;
 	/* Forgotten: processes that exited, and those no watched cgroup
 	 * listed for a while (moved out, or their cgroup quiet and gone). */
@@ -490,6 +560,12 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 	w->last_look_ns = msqd_now_ns() - t0;
 	if (w->last_look_ns > w->max_look_ns)
 		w->max_look_ns = w->last_look_ns;
+	/* Cut short: the rest of the look once the loop served its clients. */
+	w->going_on = w->cut;
+	if (w->cut)
+		return SLICE_GAP_NS;
+	free(w->resume_cg);
+	w->resume_cg = NULL;
 	/* Quiet: half as often (the cgroups' intake is all there is to read). */
 	return hot ? period : period * 2;
 }

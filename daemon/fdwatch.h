@@ -19,6 +19,7 @@
 #include "../common/extents.h"
 #include "cgroup.h"
 #include "fdseq.h"
+#include "util.h"
 
 struct msqd;
 
@@ -66,6 +67,8 @@ struct fdw_cg {
 	uint64_t intake;
 	bool known;
 	uint64_t hot_until_ns, round;
+	bool hot;           /* looked into in this look */
+	pid_t resume_pid;   /* the round's next process is the first pid above it */
 	unsigned streams;
 	struct fdw_cg *next;
 };
@@ -77,9 +80,13 @@ struct msqd_fdwatch {
 	size_t np;
 	struct fdw_cg *cgs;
 	unsigned ncgs, nstreams;
-	uint64_t round, rot;
-	long budget;         /* operations left in this look */
-	uint64_t next_ns;    /* the next look */
+	uint64_t round;
+	long budget;         /* operations left in this slice of a look */
+	uint64_t until_ns;   /* the slice's end */
+	bool cut;            /* this slice ran out: the look goes on at the next */
+	bool going_on;       /* a look cut short is under way */
+	char *resume_cg;     /* ...and goes on from this cgroup */
+	uint64_t next_ns;    /* the next look, or the next slice of one */
 	/* totals, for status and metrics */
 	uint64_t looks, found, dropped, streamed, kept_before, unknown, swapped, refused, left_alone,
 		 over_limits, errors, busy_looks, wb_started;
@@ -100,12 +107,17 @@ uint64_t msqd_fdwatch_step(struct msqd *d);
 /* Everything the watch holds (at exit). */
 void msqd_fdwatch_free(struct msqd_fdwatch *w);
 
-/* Takes n operations from the look's budget; false (nothing taken) when
- * it is spent. */
+/* Takes n operations from the slice's budget; false (nothing taken, and
+ * the look to go on at the next slice) when it is spent or its time is
+ * up. */
 static inline bool msqd_fdwatch_spend(struct msqd_fdwatch *w, long n)
 {
-	if (w->budget < n)
+	if (w->cut)
 		return false;
+	if (w->budget < n || msqd_now_ns() >= w->until_ns) {
+		w->cut = true;
+		return false;
+	}
 	w->budget -= n;
 	return true;
 }
