@@ -4,8 +4,10 @@
  * read() stream as one, but a stream shows itself in three steps, each
  * cheaper than the next is dear, so that a host of idle processes costs
  * next to nothing:
- *   1. a discover = yes cgroup takes pages into its memory (its intake
- *      counter, one read per cgroup per look);
+ *   1. a discover = yes cgroup takes file pages into its memory (its
+ *      memory.stat, one read per cgroup per look: charges that no fault
+ *      explains, or a page cache that grew; anonymous memory, which is
+ *      charged at a fault, is not news);
  *   2. then its processes' /proc/PID/io rchar + wchar say which of them
  *      move data (candidates);
  *   3. then a candidate's regular-file descriptors (/proc/PID/fd,
@@ -72,8 +74,9 @@
 /* Intake per look that makes a cgroup hot.  The counter counts charges,
  * one per folio (v1 pgpgin: a 2 MiB folio is one), not pages: a few are
  * already megabytes of a stream, and a cgroup whose files are all cached
- * has none. */
+ * has none.  Or a page cache grown by HOT_CACHE_BYTES. */
 #define HOT_CHARGES 8
+#define HOT_CACHE_BYTES (UINT64_C(4) << 20)
 #define HOT_NS (UINT64_C(2) * 1000 * 1000 * 1000)
 #define CAND_BYTES (UINT64_C(1) << 20) /* rchar + wchar growth per look */
 #define FD_RESCAN_NS (UINT64_C(250) * 1000 * 1000)
@@ -496,7 +499,7 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 	qsort(shims, ns, sizeof(*shims), cmp_pid);
 	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		struct fdw_cg *c;
-		uint64_t v;
+		struct msqd_cg_filestat st;
 
 		if (!g->pol->discover || g->pol->mode == MSQ_MODE_OFF || !(c = cg_get(w, g)))
 			continue;
@@ -504,10 +507,14 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 		/* The intake is read once a look, at its first slice (the
 		 * cgroups after a cut too: their baselines stay a look's). */
 		if (fresh) {
-			if (msqd_cgroup_intake(d->set.cg_root, g->path, g->layout, &c->intake_fd, &v) == 0) {
-				if (c->known && v >= c->intake && v - c->intake >= HOT_CHARGES)
+			if (msqd_cgroup_filestat(d->set.cg_root, g->path, g->layout, &c->intake_fd, &st) == 0) {
+				uint64_t ch = st.charges >= c->intake.charges ? st.charges - c->intake.charges : 0,
+					 fl = st.faults >= c->intake.faults ? st.faults - c->intake.faults : 0;
+
+				if (c->known && (ch > fl + HOT_CHARGES ||
+						 st.cache >= c->intake.cache + HOT_CACHE_BYTES))
 					c->hot_until_ns = now_ns + HOT_NS;
-				c->intake = v;
+				c->intake = st;
 				c->known = true;
 			}
 			c->hot = now_ns < c->hot_until_ns || c->streams;

@@ -64,7 +64,7 @@ struct fdw_cg {
 	char *path;
 	enum msqd_cg_layout layout;
 	int intake_fd;
-	uint64_t intake;
+	struct msqd_cg_filestat intake;
 	bool known;
 	uint64_t hot_until_ns, round;
 	bool hot;           /* looked into in this look */

@@ -533,6 +533,7 @@ int main(int argc, char **argv)
 	close(d.srv.lfd);
 	if (d.disc.disk_intake.fd >= 0)
 		close(d.disc.disk_intake.fd);
+	free(d.disc.quiet);
 	msqd_conf_free(&d.set.conf);
 	for (struct msqd_cg *g = d.cgs.list, *next; g; g = next) {
 		next = g->next;
