@@ -31,6 +31,9 @@
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 /* PAGEMAP_SCAN (Linux 6.7, fs/proc/task_mmu.c). */
 #define MSQ_PAGE_IS_FILE (1ULL << 2)
@@ -69,6 +72,13 @@ static inline int msq_cachestat(int fd, struct msq_cachestat_range *r, struct ms
 static inline int msq_pidfd_open(pid_t pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* A duplicate of descriptor fd of the process behind pidfd (5.6+; needs
+ * PTRACE_MODE_ATTACH_REALCREDS), close-on-exec. */
+static inline int msq_pidfd_getfd(int pidfd, int fd)
+{
+	return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 }
 
 static inline ssize_t msq_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)

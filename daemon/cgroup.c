@@ -172,6 +172,34 @@ int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layou
 	return 0;
 }
 
+int msqd_cgroup_filestat(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+			 int *fd, struct msqd_cg_filestat *out)
+{
+	char dir[4096], file[4200] = "", buf[8192];
+	struct msqd_cg_filestat st = { 0 };
+	uint64_t steal = 0;
+	ssize_t n;
+
+	if (*fd < 0) {
+		msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
+		snprintf(file, sizeof(file), "%s/memory.stat", dir);
+	}
+	if ((n = read_kept(file, fd, buf, sizeof(buf))) < 0)
+		return (int)n;
+	if (layout == MSQD_CG_V1) {
+		if ((!stat_value(buf, "total_pgpgin", &st.charges) && !stat_value(buf, "pgpgin", &st.charges)) ||
+		    (!stat_value(buf, "total_pgfault", &st.faults) && !stat_value(buf, "pgfault", &st.faults)) ||
+		    (!stat_value(buf, "total_cache", &st.cache) && !stat_value(buf, "cache", &st.cache)))
+			return -EINVAL;
+	} else {
+		if (!stat_value(buf, "file", &st.cache) || !stat_value(buf, "pgsteal", &steal))
+			return -EINVAL;
+		st.charges = st.cache / 4096 + steal;
+	}
+	*out = st;
+	return 0;
+}
+
 int msqd_cgroup_pressure(const char *cg_root, const char *proc_root, const char *path,
 			 enum msqd_cg_layout layout, struct msqd_pressure *out)
 {

@@ -55,6 +55,20 @@ void msqd_cgroup_dir(const char *cg_root, const char *path, enum msqd_cg_layout 
 int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
 		       int *fd, uint64_t *pages);
 
+/* A cgroup's intake of file pages alone, for the fd watch, whose read()
+ * streams fault nothing in.  v1's charges (total_pgpgin) count anonymous
+ * memory too (a thousand forks' copy-on-write faults look like a stream),
+ * so it comes with the faults (total_pgfault), one charge each at most
+ * for anonymous memory: charges beyond the faults are file pages.  And
+ * the page cache's size (v1 total_cache, v2 file, bytes).  v2's charges
+ * are msqd_cgroup_intake()'s file + pgsteal, its faults 0.  Read through
+ * *fd.  Returns 0 or -errno. */
+struct msqd_cg_filestat {
+	uint64_t charges, faults, cache;
+};
+int msqd_cgroup_filestat(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+			 int *fd, struct msqd_cg_filestat *out);
+
 /* The value of key in a file of "key value" lines (memory.stat,
  * /proc/vmstat), read through *fd, which is opened on first use (*fd < 0)
  * and kept open for the next call.  Returns 0, -ENOENT without the key, or

@@ -26,7 +26,7 @@ struct msqd_policy {
 	enum msq_mode mode;
 	enum msq_read_mode read;
 	uint64_t lag;
-	bool discover;        /* scan smaps for 'sr' VMAs of unshimmed programs */
+	bool discover;        /* find 'sr' VMAs (smaps) and read()/write() streams (fdinfo) of unshimmed programs */
 	bool strong_refs;     /* check kpageflags/kpagecount before dropping */
 	unsigned pressure_pct;/* act only above this % of the memory limit (0: always) */
 	double psi_some_avg10;/* ...or only above this memory PSI "some avg10" (0: off) */

@@ -39,6 +39,7 @@
 #include "util.h"
 
 #define MAX_SR 256
+#define MAX_QUIET 65536 /* processes remembered as quiet (24 bytes each) */
 #define SMAPS_MAX (UINT64_C(64) << 20)
 #define SCAN_GAP_MIN_NS (UINT64_C(100) * 1000 * 1000)
 /* A scan reads smaps for at most this long per turn of the event loop
@@ -222,6 +223,94 @@ static unsigned reconcile(struct msqd *d, struct msqd_client *c, struct sr_vma *
 	return added;
 }
 
+/* /proc/PID/stat's minflt + majflt (the whole thread group's) and
+ * starttime. */
+static int proc_faults(const char *proc_root, pid_t pid, uint64_t *faults, uint64_t *start)
+{
+	char path[128], buf[1024];
+	_cleanup_close_ int fd = -1;
+	unsigned long long v[20];
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return -errno;
+	if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	buf[n] = '\0';
+	/* (After the command's closing parenthesis: the command may hold
+	 * any character.) */
+	if (!(p = strrchr(buf, ')')))
+		return -EINVAL;
+	p++;
+	for (int i = 0; i < 20; i++) {
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (i == 0) { /* the state, a letter */
+			v[i] = 0;
+			p = *p ? p + 1 : p;
+			continue;
+		}
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		p = end;
+	}
+	*faults = v[7] + v[9];
+	*start = v[19];
+	return 0;
+}
+
+static size_t quiet_index(const struct msqd_discovery *q, pid_t pid, bool *found)
+{
+	size_t lo = 0, hi = q->nquiet;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (q->quiet[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < q->nquiet && q->quiet[lo].pid == pid;
+	return lo;
+}
+
+/* Remembers pid as quiet (n == 0: smaps showed nothing to manage) or
+ * forgets it. */
+static void quiet_note(struct msqd_discovery *q, pid_t pid, uint64_t start, uint64_t faults, bool quiet)
+{
+	bool found;
+	size_t i = quiet_index(q, pid, &found);
+
+	if (!quiet) {
+		if (found)
+			memmove(&q->quiet[i], &q->quiet[i + 1], (q->nquiet - i - 1) * sizeof(*q->quiet));
+		q->nquiet -= found;
+		return;
+	}
+	if (!found) {
+		if (q->nquiet >= MAX_QUIET) {
+			/* (Exited pids are never removed otherwise: start
+			 * again, which costs one more smaps read each.) */
+			q->nquiet = 0;
+			i = 0;
+		}
+		if (!q->quiet) {
+			q->quiet = malloc(MAX_QUIET * sizeof(*q->quiet));
+			if (!q->quiet)
+				return;
+		}
+		memmove(&q->quiet[i + 1], &q->quiet[i], (q->nquiet - i) * sizeof(*q->quiet));
+		q->nquiet++;
+	}
+	q->quiet[i] = (struct msqd_quiet_proc){ .pid = pid, .start = start, .faults = faults };
+}
+
 /* Returns how many regions of pid it newly manages. */
 static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 {
@@ -233,7 +322,8 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	_cleanup_close_ int own_pidfd = -1;
 	size_t len, n;
 	unsigned added = 0;
-	bool over, complete;
+	bool over, complete, have_faults = false;
+	uint64_t faults = 0, start = 0;
 	int pidfd;
 
 	if (msqd_cgroup_of(d->set.proc_root, pid, path, sizeof(path), &layout) < 0)
@@ -243,6 +333,19 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 		if (c)
 			msqd_client_drop(d, c, "its cgroup no longer asks for discovery");
 		return 0;
+	}
+	/* A process that has not faulted since its smaps showed nothing has
+	 * not streamed through a mapping since: its smaps are not read (they
+	 * walk its page tables, a thousand idle processes' cost a core). */
+	if (!c && proc_faults(d->set.proc_root, pid, &faults, &start) == 0) {
+		bool found;
+		size_t i = quiet_index(&d->disc, pid, &found);
+
+		have_faults = true;
+		if (found && d->disc.quiet[i].start == start && d->disc.quiet[i].faults == faults) {
+			d->disc.quiet_skips++;
+			return 0;
+		}
 	}
 	/* The pidfd first: smaps read while it is alive are that process's. */
 	if (c) {
@@ -258,6 +361,8 @@ static unsigned scan_pid(struct msqd *d, pid_t pid, struct sr_vma *v)
 	if (!msqd_pidfd_alive(pidfd))
 		return 0;
 	n = parse_smaps(text, v, MAX_SR, &complete);
+	if (have_faults)
+		quiet_note(&d->disc, pid, start, faults, n == 0 && complete);
 	over = !c && n && (d->cl.ndiscovered >= d->set.conf.max_discovered ||
 			   d->cl.n >= d->set.conf.max_clients);
 	if (over) {

@@ -19,6 +19,15 @@ unsigned msqd_discover(struct msqd *d);
  * discover_watch while the counters move, longer while all is quiet. */
 uint64_t msqd_discover_watch(struct msqd *d);
 
+/* A process whose smaps showed no MADV_SEQUENTIAL mapping, and its fault
+ * count then: until it faults again it has streamed through no mapping
+ * (a stream faults its pages in), and its smaps, which walk its page
+ * tables, are not read again. */
+struct msqd_quiet_proc {
+	pid_t pid;
+	uint64_t start, faults; /* /proc/PID/stat starttime (a reused pid is new), minflt + majflt */
+};
+
 /* Discovery's schedule, watch and figures (discover.c). */
 struct msqd_discovery {
 	uint64_t next_ns;        /* the next full scan */
@@ -28,6 +37,9 @@ struct msqd_discovery {
 	struct msqd_intake disk_intake; /* the machine's reads from disk (/proc/vmstat pgpgin) */
 	uint64_t scans, triggered; /* full scans; scans started by a cgroup's intake */
 	uint64_t refused;        /* processes left alone (max_discovered) */
+	struct msqd_quiet_proc *quiet; /* sorted by pid */
+	size_t nquiet;
+	uint64_t quiet_skips;    /* smaps not read: the process had not faulted since */
 	bool limit_warned;
 };
 

@@ -27,6 +27,7 @@
 #include "msqd.h"
 #include "discover.h"
 #include "exitdrop.h"
+#include "fdwatch.h"
 #include "hostns.h"
 #include "log.h"
 #include "kubepods.h"
@@ -252,6 +253,21 @@ static void watch_run(struct msqd *d)
 	d->disc.next_watch_ns = d->now_ns + wait;
 }
 
+/* read()/write() streams of programs without the library, in the same
+ * discover = yes cgroups (fdwatch.c). */
+static uint64_t fdwatch_next(const struct msqd *d)
+{
+	return msqd_conf_any_discover(&d->set.conf) ? d->fdw.next_ns : UINT64_MAX;
+}
+
+static void fdwatch_run(struct msqd *d)
+{
+	uint64_t wait = msqd_fdwatch_step(d);
+
+	d->now_ns = msqd_now_ns();
+	d->fdw.next_ns = d->now_ns + wait;
+}
+
 static uint64_t every_turn(const struct msqd *d)
 {
 	return 0;
@@ -303,6 +319,7 @@ static const struct subsystem subsystems[] = {
 	{ "cycle", true, cycle_next, cycle_run },
 	{ "discover", true, discover_next, discover_run },
 	{ "discover-watch", true, watch_next, watch_run },
+	{ "fd-watch", true, fdwatch_next, fdwatch_run },
 	{ "cgroup-reap", false, every_turn, reap_run },
 	{ "timeouts", true, timeouts_next, timeouts_run },
 	{ "walks", true, walks_next, walks_run },
@@ -511,10 +528,12 @@ int main(int argc, char **argv)
 	while (d.cl.list)
 		msqd_client_drop(&d, d.cl.list, "daemon exiting");
 	msqd_exit_drops(&d, UINT64_MAX);
+	msqd_fdwatch_free(&d.fdw);
 	unlink(d.set.socket);
 	close(d.srv.lfd);
 	if (d.disc.disk_intake.fd >= 0)
 		close(d.disc.disk_intake.fd);
+	free(d.disc.quiet);
 	msqd_conf_free(&d.set.conf);
 	for (struct msqd_cg *g = d.cgs.list, *next; g; g = next) {
 		next = g->next;

@@ -20,6 +20,7 @@
 #include "../common/config.h"
 #include "../common/iec.h"
 #include "../common/kernel_switch.h"
+#include "fdshow.h"
 #include "msqd.h"
 #include "outbuf.h"
 #include "metrics.h"
@@ -200,7 +201,8 @@ struct val {
 	  "CPU time madvseqd spent inside process_madvise: the reclaim MADV_PAGEOUT does in its context.", \
 	  NULL, NULL, NS_S, F_ALL, v->d->cyc.advice_cpu_ns) \
 	X(rss, "madvseq_daemon_rss_bytes", "gauge", "Resident memory of madvseqd.", NULL, \
-	  "daemon_rss_bytes", BYTES, F_ALL, v->rss)
+	  "daemon_rss_bytes", BYTES, F_ALL, v->rss) \
+	MSQD_FDWATCH_COUNTERS(X)
 
 /* Per cgroup: Prometheus labels each sample with the cgroup, for the
  * cgroups its filter lets through. */
@@ -481,6 +483,17 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	       "${read_streamed} streamed, ${read_dropped} dropped behind, ${read_kept} kept "
 	       "(cached before)\n",
 	       &v, NULL, FMT_TEXT);
+	if (msqd_conf_any_discover(&d->set.conf)) {
+		render(&o, "fd streams (read()/write() of programs without the library, discover = yes): "
+			   "${fd_followed} followed, ${fd_processes} processes watched; ${fd_found} found, "
+			   "${fd_streamed} streamed, ${fd_dropped} dropped, ${fd_kept} kept (cached before), "
+			   "${fd_unknown} passed before a snapshot, ${fd_writeback} given to writeback; "
+			   "${fd_swapped} swapped under the daemon, ${fd_refused} refused, ${fd_library} left "
+			   "to their library; look last ${fd_look_last} ms, max ${fd_look_max} ms, "
+			   "${fd_cut_short} cut short\n", &v, NULL, FMT_TEXT);
+		msqd_put(&o, "  fidelity (fd streams): %s\n", MSQD_FDWATCH_FIDELITY);
+		msqd_fdshow_text(&o, d);
+	}
 	for (struct msqd_cg *g = d->cgs.list; g; g = g->next) {
 		if (!listed(F_LISTED, g))
 			continue;
@@ -609,6 +622,7 @@ static int status_json(struct msqd *d, char **buf, size_t *len)
 			first = false;
 		}
 	}
+	msqd_fdshow_json(&o, d, first);
 	msqd_put(&o, "]}\n");
 	return msqd_out_finish(&o, buf, len);
 }

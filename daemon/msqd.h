@@ -7,7 +7,8 @@
  * handle.c; keeps its clients (client.c) and their regions (regions.c);
  * runs management cycles (cycle.c) and exit drops (exitdrop.c) under each
  * cgroup's policy and pressure gate (cgroup.c); rescans processes of
- * discover = yes cgroups (discover.c) and answers status queries
+ * discover = yes cgroups (discover.c), follows their read()/write()
+ * streams (fdwatch.c) and answers status queries
  * (metrics.c, whose counters are listed once, in its table).
  */
 #ifndef MSQD_MSQD_H
@@ -22,6 +23,7 @@
 #include "cycle.h"
 #include "discover.h"
 #include "exitdrop.h"
+#include "fdwatch.h"
 #include "refs.h"
 #include "regions.h"
 #include "server.h"
@@ -36,6 +38,7 @@ struct msqd {
 	struct msqd_kernel_switch ks;
 	struct msqd_cycles cyc;
 	struct msqd_discovery disc;
+	struct msqd_fdwatch fdw;
 	struct msqd_refs refs;
 	struct msqd_exitdrops xd;
 	struct msqd_counters cnt;
