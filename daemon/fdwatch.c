@@ -56,7 +56,7 @@
 #include "conf.h"
 #include "fdproc.h"
 #include "fdseq.h"
-#include "fdstream.h"
+#include "fdmanage.h"
 #include "fdwatch.h"
 #include "log.h"
 #include "msqd.h"
@@ -86,14 +86,14 @@
 
 static void file_remove(struct msqd_fdwatch *w, struct fdw_proc *p, size_t i)
 {
-	msqd_fdstream_free(w, &p->f[i]);
+	msqd_fdmanage_free(w, &p->f[i]);
 	p->f[i] = p->f[--p->nf];
 }
 
 static void proc_free(struct msqd_fdwatch *w, struct fdw_proc *p)
 {
 	for (size_t i = 0; i < p->nf; i++)
-		msqd_fdstream_free(w, &p->f[i]);
+		msqd_fdmanage_free(w, &p->f[i]);
 	free(p->f);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
@@ -345,7 +345,7 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 			struct fdw_file n = { .fd = f->fd, .dev = f->dev, .ino = f->ino,
 					      .mnt_id = f->mnt_id, .flags = f->flags, .seq = f->seq };
 
-			msqd_fdstream_free(w, f);
+			msqd_fdmanage_free(w, f);
 			*f = n;
 			continue;
 		}
@@ -359,7 +359,7 @@ static uint64_t follow(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *
 		}
 		if (mv == MSQD_FDSEQ_FORWARD || (f->started && !f->ended && f->idle <= 2) ||
 		    (f->started && f->left.n)) {
-			rc = msqd_fdstream_act(d, p, f, g, mv == MSQD_FDSEQ_STILL);
+			rc = msqd_fdmanage_act(d, p, f, g, mv == MSQD_FDSEQ_STILL);
 			if (rc == -ESRCH) {
 				p->dead = true;
 				return moved;

@@ -4,7 +4,7 @@
  * (Go programs, static binaries, servers started without it), for the
  * processes of cgroups whose section says discover = yes.  The watch
  * (fdwatch.c) finds busy processes and follows their descriptors' file
- * positions; fdstream.c acts on a stream through a duplicate of its
+ * positions; fdmanage.c acts on a stream through a duplicate of its
  * descriptor (fdact.c), as the pure decisions of fdseq.c say; fdproc.c
  * reads what /proc says of them; fdshow.c renders each stream's line.
  */
@@ -74,7 +74,7 @@ struct fdw_cg {
 };
 
 /* The watch's state (struct msqd's fdw), changed by fdwatch.c and
- * fdstream.c; its counters are rows of metrics.c's table. */
+ * fdmanage.c; its counters are rows of metrics.c's table. */
 struct msqd_fdwatch {
 	struct fdw_proc **p; /* sorted by pid */
 	size_t np;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Acting on one fd stream (see fdstream.h).  The snapshot ahead of the
+ * Acting on one fd stream (see fdmanage.h).  The snapshot ahead of the
  * position keeps what was cached before the stream got there; behind it,
  * what the policy lets go is dropped (fdseq.c plans it, fdact.c does it
  * through the duplicate); a write stream's pages are first given to
@@ -18,7 +18,7 @@
 #include "fdact.h"
 #include "fdproc.h"
 #include "fdseq.h"
-#include "fdstream.h"
+#include "fdmanage.h"
 #include "log.h"
 #include "msqd.h"
 
@@ -40,7 +40,7 @@
  * 2 MiB chunks, three system calls each. */
 #define RETRY_MAX (UINT64_C(256) << 20)
 
-void msqd_fdstream_free(struct msqd_fdwatch *w, struct fdw_file *f)
+void msqd_fdmanage_free(struct msqd_fdwatch *w, struct fdw_file *f)
 {
 	if (f->started && w->nstreams)
 		w->nstreams--;
@@ -50,7 +50,7 @@ void msqd_fdstream_free(struct msqd_fdwatch *w, struct fdw_file *f)
 	free(f->path);
 }
 
-int msqd_fdstream_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, struct msqd_cg *g,
+int msqd_fdmanage_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, struct msqd_cg *g,
 		      bool still)
 {
 	struct msqd_fdwatch *w = &d->fdw;
