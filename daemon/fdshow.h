@@ -2,7 +2,7 @@
 /*
  * How the fd watch is shown: its totals as rows of metrics.c's counter
  * table (spliced into GLOBAL_COUNTERS, in its vocabulary: see "Adding a
- * counter" in HACKING-daemon.md), and each followed stream's line in the
+ * counter" in HACKING.md), and each followed stream's line in the
  * status (text) and in the JSON status's "streams" (fdshow.c), a renderer
  * of its own as the pod families are.
  */
