@@ -451,7 +451,8 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 		pids[n++] = (pid_t)v;
 	}
 	fclose(f);
-	qsort(pids, n, sizeof(*pids), cmp_pid);
+	if (n) /* (pids is NULL for an empty cgroup: not for qsort) */
+		qsort(pids, n, sizeof(*pids), cmp_pid);
 	while (first < n && pids[first] <= c->resume_pid)
 		first++;
 	for (size_t k = 0; k < n; k++) {
