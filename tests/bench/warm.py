@@ -225,7 +225,7 @@ class PreadVictim:
         for f in (self.file, self.sfile):
             B.evict(f)
         self.h.run(["cat", self.file])          # charged to the cgroup that reads it
-        self.prog = os.path.join(self.h.scratch, "victim.progress")
+        self.prog = os.path.join(self.a.shm, "victim.progress")
         self.progress = B.progress_counter(self.prog)
         self.out = os.path.join(self.a.log_dir, tag + ".victim.lat")
         self.err = open(os.path.join(self.a.log_dir, tag + ".victim.stderr"), "w")
@@ -351,8 +351,8 @@ class PgVictim:
         for f in B.files_under([c.data, self.src]):
             B.evict(f)
         h.run(["sh", "-c", 'cat "$1"/* > /dev/null', "sh", self.bench_dir])
-        self.prefix = os.path.join(a.log_dir, tag + ".pgbench")
-        self.err = open(self.prefix + ".stderr", "w")
+        self.prefix = os.path.join(a.shm, tag + ".pgbench")
+        self.err = open(os.path.join(a.log_dir, tag + ".pgbench.stderr"), "w")
         self.proc = h.spawn(c.pg("pgbench", "-n", "-c", str(a.clients), "-j", "1", "-R", "%g" % a.rate,
                                  "-T", "3600", "-f", self.script, "-D", "naccounts=%d" % self.naccounts,
                                  "-D", "theta=%g" % a.theta, "-l", "--log-prefix", self.prefix, "bench"),
@@ -394,6 +394,9 @@ class PgVictim:
         self.proc.wait(timeout=60)
         self.err.close()
         recs = pgbench_records(self.prefix)
+        for fn in os.listdir(self.a.shm):
+            if fn.startswith(os.path.basename(self.prefix) + "."):
+                os.unlink(os.path.join(self.a.shm, fn))
         if not recs:
             raise RuntimeError("pgbench logged nothing: %s" % open(self.err.name).read()[-500:])
         return recs
@@ -513,7 +516,7 @@ class KvVictim:
         for f in B.files_under([self.src]):
             B.evict(f)
         self.h.run(["cat"] + self.ws_files)
-        self.prog = os.path.join(self.h.scratch, "victim.progress")
+        self.prog = os.path.join(self.a.shm, "victim.progress")
         self.progress = B.progress_counter(self.prog)
         self.out = os.path.join(self.a.log_dir, tag + ".victim.lat")
         self.err = open(os.path.join(self.a.log_dir, tag + ".victim.stderr"), "w")
@@ -699,7 +702,7 @@ class NginxVictim:
                 raise RuntimeError("nginx exited: %s" % open(self.err.name).read()[-500:])
             time.sleep(0.05)
         self.pids = self.workers()
-        self.prog = os.path.join(h.scratch, "victim.progress")
+        self.prog = os.path.join(a.shm, "victim.progress")
         self.progress = B.progress_counter(self.prog)
         self.out = os.path.join(a.log_dir, tag + ".victim.lat")
         self.cerr = open(os.path.join(a.log_dir, tag + ".client.stderr"), "w")
@@ -843,7 +846,7 @@ def _row(res, variant):
     return None
 
 
-def report(res, odirect, title, unit, damon_note):
+def report(res, odirect, title, unit, damon_note, what, judge="all"):
     f, R = B._f, B._ratio
     P = ["", title, ""]
     alone = _row(res, "alone")
@@ -917,7 +920,8 @@ def report(res, odirect, title, unit, damon_note):
     if damon_note:
         P.append(damon_note)
     P.append("")
-    P += verdicts(res, odirect, alone, kern, iso, damon_note)
+    P += sentence(res, alone, kern)
+    P += verdicts(res, odirect, alone, kern, iso, damon_note, judge)
     print("\n".join(P), flush=True)
     return P
 
@@ -933,7 +937,26 @@ def _beside(rows, fn):
     return "; ".join(out) or "no other rows"
 
 
-def verdicts(res, odirect, alone, kern, iso, damon_active):
+def sentence(res, alone, kern):
+    """What changed, in one plain sentence: the kernel alone against
+    madvseq run (or the first managed row that ran)."""
+    m = next((r for v in MANAGED for r in res if r["variant"] == v and not r.get("skip")), None)
+    if not (alone and kern and m):
+        return []
+    f = B._f
+
+    def part(r):
+        return "kept %.1f%% of its working set at the least, read %s from disk during and after " \
+            "it, and its p99 was %s us" % (100 * r["res_min"], B.fmt_bytes(r["disk"] + r["after_disk"]),
+                                           f(r["p99"]))
+    return ["In short: alone, the victim's p99 was %s us; next to the stream with the kernel alone it "
+            "%s; under %s it %s." % (f(alone["p99"]), part(kern), B.LABELS[m["variant"]], part(m)), ""]
+
+
+def verdicts(res, odirect, alone, kern, iso, damon_active, judge="all"):
+    """PASS/MISS lines for the rows with libmadvseq or madvseqd.  judge
+    "cache" leaves out the stream's speed and CPU: what one short run on a
+    shared machine cannot tell to a few per cent."""
     f, R = B._f, B._ratio
     others = [kern, _row(res, "nocache"), iso]
     V = []
@@ -969,6 +992,8 @@ def verdicts(res, odirect, alone, kern, iso, damon_active):
                       "after the stream %s us; %s)" % (
                           L, f(r["p99"]), x, f(odirect["p99"]), TARGETS["p99_vs_odirect"],
                           f(r["after_p99"]), _beside(others, lambda o: "%s us" % f(o["p99"])))))
+        if judge == "cache":
+            continue
         x = R(r.get("_mbs"), kern and kern.get("_mbs"))
         if x is not None:
             xi = R(r.get("_mbs"), iso and iso.get("_mbs"))
@@ -980,7 +1005,7 @@ def verdicts(res, odirect, alone, kern, iso, damon_active):
         x = R(r.get(key), kern and kern.get(key))
         if x is not None:
             V.append((x <= TARGETS["cpu_vs_kernel"],
-                      "%s: machine CPU per GB streamed%s = %.2f x the kernel alone's (target <= %.2f; "
+                      "%s: machine CPU per GB streamed%s = %.3f x the kernel alone's (target <= %.2f; "
                       "the benchmark's own processes + kswapd: %s; %s)" % (
                           L, " (the stream without its victim)" if key == "_acpu" else "", x,
                           TARGETS["cpu_vs_kernel"], f(R(r.get("_bcpu"), kern.get("_bcpu")), "%.2f"),
@@ -991,6 +1016,13 @@ def verdicts(res, odirect, alone, kern, iso, damon_active):
 # --------------------------------------------------------------------------
 
 def body(h, a):
+    # What the victims write while they serve (their progress counters,
+    # pgbench's transaction logs) goes to memory: a write into the page
+    # cache of the disk the stream writes to can wait in the kernel's
+    # dirty-page throttling, which is no cost of a cache policy.
+    a.shm = os.path.join("/dev/shm", h.name)
+    os.makedirs(a.shm)
+    h.cleanups.insert(0, lambda: shutil.rmtree(a.shm, ignore_errors=True))
     V = VICTIMS[a.victim](h, a)
     damon = bool(B.damon_pageout_kdamonds())
     damon_note = ("DAMON pageout schemes run on this machine (not paused: --pause-damon); the "
@@ -1008,7 +1040,7 @@ def body(h, a):
                                      "%d s" % a.after, V.odirect.what))
         if a.reps > 1:
             title += "; medians of %d repetitions" % a.reps
-        out += report(res, odirect, title, V.unit, damon_note)
+        out += report(res, odirect, title, V.unit, damon_note, kind, a.judge)
         if a.png:
             root, ext = os.path.splitext(a.png)
             path = a.png if len(kinds) == 1 else "%s-%s%s" % (root, kind, ext or ".png")
@@ -1041,6 +1073,9 @@ def main():
     ap.add_argument("--settle", type=float, default=2.0,
                     help="seconds at its rate before the stream starts (2)")
     ap.add_argument("--summary", metavar="FILE", help="also write the tables and verdicts to FILE")
+    ap.add_argument("--judge", choices=("all", "cache"), default="all",
+                    help="cache: PASS/MISS lines for the victim's cache only (residency, disk reads, "
+                         "p99), not the stream's speed and CPU (all)")
     g = ap.add_argument_group("kv and nginx")
     g.add_argument("--value-size", type=int, default=1000, help="kv: bytes per value (1000)")
     g.add_argument("--files", type=int, default=None,
