@@ -3,7 +3,7 @@
 # scenario (tests/bench/warm.py) and prints the side-by-side table.  A
 # service makes 4 KiB pread()s at a fixed 5,000 a second, Zipf keys, over a
 # 768 MiB file that is fully cached in a 1 GiB memory cgroup: first alone,
-# then next to `tar` reading a 4 GiB file with the kernel alone, then with
+# then next to `tar` reading a 4 GiB file twice with the kernel alone, then with
 # tar under `madvseq run`, and next to an O_DIRECT read of the same bytes
 # (the reference for what any stream costs the service on this machine).
 # It prints the service's residency, disk reads and latency, one sentence
@@ -43,10 +43,11 @@ fi
 # 2. Build, as it would be installed: its own build dir, so that the test
 # build's fault-injection library (which moves every program's memory
 # layout) is not what gets measured.
+# Its output goes to stderr with the progress: stdout is the tables.
 if [ ! -f build-demo/build.ninja ]; then
-	meson setup build-demo -Dfiu=disabled
+	meson setup build-demo -Dfiu=disabled >&2
 fi
-ninja -C build-demo
+ninja -C build-demo >&2
 lib="$repo/build-demo/preload/libmadvseq.so"
 [ -f "$lib" ] || { echo "demo: $lib was not built" >&2; exit 1; }
 
@@ -69,7 +70,7 @@ py=/usr/bin/python3
 cat <<'EOF'
 demo: a service making 5,000 4 KiB pread()s a second, Zipf(0.9) keys, over a
       768 MiB file cached in a 1 GiB memory cgroup: alone, next to tar reading
-      a 4 GiB file (the kernel alone), and with tar under madvseq run.
+      a 4 GiB file twice (the kernel alone), and with tar under madvseq run.
       Progress goes to stderr; the tables follow.
 EOF
 "$py" tests/bench/warm.py --victim pread --streams tar --variants kernel,shim \
