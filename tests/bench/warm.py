@@ -815,6 +815,7 @@ def phase(h, a, V, kind, variant):
         I.stop_daemon(hd)
     n, lat = window(recs, w0, w1)
     na, alat = window(recs, w1, w2)
+    res["p99_series"] = p99_series(recs, w0 - (t0 - smp.t0))
     during = [s for s in samples if s[0] <= split] or samples[:1]
     vb = res["victim_bytes"] or 1
     res.update({
@@ -835,6 +836,66 @@ def phase(h, a, V, kind, variant):
         B._f(lat[1]), B.fmt_bytes(d1 - d0), B.fmt_bytes(d2 - d1), 100 * res["res_min"],
         ", stream %.0f MB/s" % (nbytes / (t1 - t0) / 1e6) if argv else ""))
     return res
+
+
+def p99_series(recs, wall0, width=1.0):
+    """The victim's p99 latency (us) per `width` seconds, at times counted
+    as the Sampler's (wall0: the wall clock at its zero)."""
+    bins = {}
+    for e, l in recs:
+        if e >= wall0:
+            bins.setdefault(int((e - wall0) / width), []).append(l)
+    return [((k + 0.5) * width, B.pct(v, 99)) for k, v in sorted(bins.items())]
+
+
+def plot(res, path, title):
+    """One column per row: the victim's p99 per second above (log scale),
+    the cgroup's page cache split into the working set, the stream's files
+    and the rest below; a dotted line where the stream ended."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("no matplotlib (apt-get install python3-matplotlib): no picture")
+        return
+    rs = [r for r in res if not r.get("skip") and r.get("samples")]
+    if not rs:
+        return
+    n = len(rs)
+    fig, ax = plt.subplots(2, n, figsize=(3.0 * n + 0.8, 5.6), sharex="col", squeeze=False,
+                           gridspec_kw={"height_ratios": [1, 1.3]})
+    ymax_c = max(max(s[3] for s in r["samples"]) for r in rs) / MiB * 1.1 or 1
+    lat = [v for r in rs for _, v in r.get("p99_series") or [] if v]
+    lo, hi = (min(lat) / 2, max(lat) * 2) if lat else (1, 10)
+    for i, r in enumerate(rs):
+        s = r["samples"]
+        a0, a1 = ax[0][i], ax[1][i]
+        ps = r.get("p99_series") or []
+        a0.step([t for t, _ in ps], [v for _, v in ps], where="mid", color="tab:blue", lw=1)
+        a0.set_yscale("log")
+        a0.set_ylim(lo, hi)
+        a0.set_title(B.LABELS.get(r["variant"], r["variant"]), fontsize=10)
+        a0.grid(alpha=0.3)
+        t = [x[0] for x in s]
+        a1.stackplot(t, [x[1] / MiB for x in s], [x[2] / MiB for x in s],
+                     [max(0.0, (x[3] - x[1] - x[2]) / MiB) for x in s],
+                     colors=["tab:green", "tab:red", "lightgray"],
+                     labels=["working set", "stream's files", "other"])
+        a1.set_ylim(0, ymax_c)
+        a1.set_xlabel("seconds")
+        a1.grid(alpha=0.3)
+        if r.get("split") and r.get("stream_bytes"):
+            for a_ in (a0, a1):
+                a_.axvline(r["split"], color="black", ls=":", lw=1)
+        if i == 0:
+            a0.set_ylabel("victim p99 per second, us")
+            a1.set_ylabel("page cache, MiB")
+    ax[1][0].legend(loc="lower left", fontsize=7, framealpha=0.8)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    log("picture: %s" % path)
 
 
 # --------------------------------------------------------------------------
@@ -1045,8 +1106,9 @@ def body(h, a):
         if a.png:
             root, ext = os.path.splitext(a.png)
             path = a.png if len(kinds) == 1 else "%s-%s%s" % (root, kind, ext or ".png")
-            B.plot(res, path, "%s next to %s, cgroup %s" % (V.describe, kind, B.fmt_bytes(a.limit)),
-                   V.unit)
+            plot([r for r in res[:1]] + ([dict(odirect, variant="odirect")] if odirect else []) + res[1:-1],
+                 path, "%s\nnext to %s, cgroup %s (dotted: the stream's end)" % (
+                     V.describe, V.streams[kind].what, B.fmt_bytes(a.limit)))
     if a.summary:
         with open(a.summary, "w") as fo:
             fo.write("\n".join(out) + "\n")
