@@ -30,7 +30,7 @@
 #   MADVSEQ_GUEST_WARM      arguments for tests/bench/warm.py that replace
 #                           the sizes, rates and streams below
 #   MADVSEQ_GUEST_WARM_MGLRU  MGLRU settings the warm part runs with, in
-#                           order (default "n y"; where the kernel has no
+#                           order (default "y n"; where the kernel has no
 #                           MGLRU, one run as it is)
 #   MADVSEQ_TEST_SLOWDOWN   what the tests divide their streamers' rates
 #                           by (default 10 here: a paced stream keeps the
@@ -149,7 +149,7 @@ for w in $what; do
 			mkdir -p "$parent" && echo 1 >"$parent/memory.seq_read_dropbehind" ||
 				{ say "cannot turn on memory.seq_read_dropbehind in $parent"; status=1; continue; }
 		fi
-		for mglru in ${MADVSEQ_GUEST_WARM_MGLRU:-n y}; do
+		for mglru in ${MADVSEQ_GUEST_WARM_MGLRU:-y n}; do
 			if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
 				echo "$mglru" >/sys/kernel/mm/lru_gen/enabled
 				tag=mglru-$mglru$wtag
