@@ -134,54 +134,63 @@ for w in $what; do
 		# discovery); each run also has the victim alone and next to an
 		# O_DIRECT read of the same bytes, the p99 reference.
 		#
-		# On the kernel variant the stream runs with the kernel alone in a
-		# cgroup under a parent whose memory.seq_read_dropbehind is 1 (the
-		# switch is on for a cgroup when it or an ancestor has it set):
-		# the kernel variant as a manager, next to the same two streams
-		# (it covers MADV_SEQUENTIAL mappings only, not tar's read()s).
-		variants=kernel,shim,daemon,discovery
-		parent=/sys/fs/cgroup/system.slice
-		wtag=""
+		# On the kernel variant, per MGLRU setting, the kernel alone twice:
+		# with the switch off (the unpatched kernel plus a flag test: the
+		# reference of this boot), then in a cgroup under a parent whose
+		# memory.seq_read_dropbehind is 1 (the switch is on for a cgroup
+		# when it or an ancestor has it set): the kernel variant as a
+		# manager, next to the same two streams (it covers MADV_SEQUENTIAL
+		# mappings only, not tar's read()s).
+		switches=none
+		dparent=/sys/fs/cgroup/system.slice/msq-dropbehind.slice
 		if [ -e /proc/sys/vm/seq_read_dropbehind ]; then
-			variants=kernel
-			parent=/sys/fs/cgroup/system.slice/msq-dropbehind.slice
-			wtag=-dropbehind
-			mkdir -p "$parent" && echo 1 >"$parent/memory.seq_read_dropbehind" ||
-				{ say "cannot turn on memory.seq_read_dropbehind in $parent"; status=1; continue; }
+			switches="off on"
+			mkdir -p "$dparent" && echo 1 >"$dparent/memory.seq_read_dropbehind" ||
+				{ say "cannot turn on memory.seq_read_dropbehind in $dparent"; status=1; continue; }
 		fi
 		for mglru in ${MADVSEQ_GUEST_WARM_MGLRU:-y n}; do
 			if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
 				echo "$mglru" >/sys/kernel/mm/lru_gen/enabled
-				tag=mglru-$mglru$wtag
+				ltag=mglru-$mglru
 			else
 				[ -z "${notag:-}" ] || continue
 				notag=1
-				tag=mglru-absent$wtag
+				ltag="mglru-absent"
 			fi
-			ts=$(t)
-			say "warm, MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)${wtag:+, memory.seq_read_dropbehind=1 in $parent}"
-			rm -rf "/tmp/warm-$tag-logs"
-			# shellcheck disable=SC2086
-			python3 "$repo/tests/bench/warm.py" --victim pread \
-				--lib "$build/preload/libmadvseq.so" --daemon "$build/daemon/madvseqd" \
-				--variants "$variants" --no-cpu-phase \
-				--cgroup-parent "$parent" --dir /tmp \
-				${MADVSEQ_GUEST_WARM:---streams tar,mmap --limit 256M --ws-size 192M \
-				--rate 1000 --theta 0.9 --stream-size 1G --passes 1 \
-				--after 10 --alone-seconds 6} \
-				--log-dir "/tmp/warm-$tag-logs" --summary "$out/warm-$tag.txt" \
-				>"$out/warm-$tag.out" 2>"$out/warm-$tag.err"
-			rc=$?
-			# (every phase's result, samples included, for table.py; the
-			# logs hold the daemon's socket, which 9p cannot)
-			cp "/tmp/warm-$tag-logs/phases.jsonl" "$out/warm-$tag.jsonl" 2>/dev/null
-			rm -f "/tmp/warm-$tag-logs"/*.sock
-			cp -r "/tmp/warm-$tag-logs" "$out/"
-			cat "$out/warm-$tag.out"
-			[ "$rc" -eq 0 ] || { status=1; tail -n 20 "$out/warm-$tag.err"; }
-			say "TIME warm-$tag $(($(t) - ts))s (status $rc)"
+			for sw in $switches; do
+				case $sw in
+				none) variants=kernel,shim,daemon,discovery parent=/sys/fs/cgroup/system.slice
+					tag=$ltag what="" ;;
+				off) variants=kernel parent=/sys/fs/cgroup/system.slice
+					tag=$ltag what=", memory.seq_read_dropbehind 0" ;;
+				on) variants=kernel parent=$dparent
+					tag=$ltag-dropbehind what=", memory.seq_read_dropbehind=1 in $dparent" ;;
+				esac
+				ts=$(t)
+				say "warm, MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)$what"
+				rm -rf "/tmp/warm-$tag-logs"
+				# shellcheck disable=SC2086
+				python3 "$repo/tests/bench/warm.py" --victim pread \
+					--lib "$build/preload/libmadvseq.so" --daemon "$build/daemon/madvseqd" \
+					--variants "$variants" --no-cpu-phase \
+					--cgroup-parent "$parent" --dir /tmp \
+					${MADVSEQ_GUEST_WARM:---streams tar,mmap --limit 256M --ws-size 192M \
+					--rate 1000 --theta 0.9 --stream-size 1G --passes 1 \
+					--after 10 --alone-seconds 6} \
+					--log-dir "/tmp/warm-$tag-logs" --summary "$out/warm-$tag.txt" \
+					>"$out/warm-$tag.out" 2>"$out/warm-$tag.err"
+				rc=$?
+				# (every phase's result, samples included, for table.py; the
+				# logs hold the daemon's socket, which 9p cannot)
+				cp "/tmp/warm-$tag-logs/phases.jsonl" "$out/warm-$tag.jsonl" 2>/dev/null
+				rm -f "/tmp/warm-$tag-logs"/*.sock
+				cp -r "/tmp/warm-$tag-logs" "$out/"
+				cat "$out/warm-$tag.out"
+				[ "$rc" -eq 0 ] || { status=1; tail -n 20 "$out/warm-$tag.err"; }
+				say "TIME warm-$tag $(($(t) - ts))s (status $rc)"
+			done
 		done
-		[ -z "$wtag" ] || rmdir "$parent"
+		[ "$switches" = none ] || rmdir "$dparent"
 		;;
 	*)
 		say "unknown part $w"
