@@ -5,7 +5,8 @@
 # the interference scenario with MGLRU off and on, and the warm scenario
 # (in-guest.sh); then the kernel variant (6.12-madvseq, contrib/kernel's
 # 6.12 series, when contrib/kernel/build.sh has built it): the scenario,
-# with its switch on and off, and the warm scenario with its switch on.
+# with its switch on and off, and the warm scenario with its switch off
+# and on.
 # Prints the tables (table.py) and how long each part took.
 #
 #   tests/guest/matrix.sh BUILD [KERNEL...]
