@@ -1,13 +1,16 @@
 #!/bin/sh
 # Runs inside a guest booted by run-guest.sh (chrooted into the host's
-# root, cgroup v2): the shim's and the daemon's test suites and the
-# interference scenario, scaled to the guest, with MGLRU off and on (on the
-# patched kernel also with its drop-behind switch on).
+# root, cgroup v2): the shim's and the daemon's test suites, the
+# interference scenario and the warm scenario, scaled to the guest, with
+# MGLRU off and on (on the patched kernel also with its drop-behind switch
+# on).
 #
-#   tests/guest/in-guest.sh BUILD [suites] [scenario]
+#   tests/guest/in-guest.sh BUILD [suites] [scenario] [warm]
 #
 # (suites: the tests of the shim's and the daemon's suites that use
-# cgroups, and the suite cgroup2; scenario: both MGLRU settings)
+# cgroups, and the suite cgroup2; scenario: interference.py, both MGLRU
+# settings; warm: tests/bench/warm.py's pread victim next to a stream, the
+# MGLRU settings of MADVSEQ_GUEST_WARM_MGLRU)
 #
 # BUILD is a build directory made on the host (meson setup + ninja).  It is
 # copied onto the guest's scratch disk (ext4) and mounted over itself: the
@@ -24,6 +27,11 @@
 #                           minutes on 6.12 under emulation)
 #   MADVSEQ_GUEST_SCENARIO  arguments for tests/bench/interference.py that
 #                           replace the sizes below
+#   MADVSEQ_GUEST_WARM      arguments for tests/bench/warm.py that replace
+#                           the sizes, rates and streams below
+#   MADVSEQ_GUEST_WARM_MGLRU  MGLRU settings the warm part runs with, in
+#                           order (default "y n"; where the kernel has no
+#                           MGLRU, one run as it is)
 #   MADVSEQ_TEST_SLOWDOWN   what the tests divide their streamers' rates
 #                           by (default 10 here: a paced stream keeps the
 #                           wall clock's pace, the shim and daemon do not;
@@ -116,6 +124,73 @@ for w in $what; do
 			[ "$rc" -eq 0 ] || { status=1; tail -n 20 "$out/scenario-$tag.err"; }
 			say "TIME scenario-$tag $(($(t) - ts))s (status $rc)"
 		done
+		;;
+	warm)
+		# The warm scenario (issue 26): a Python service making 1000
+		# Zipf(0.9)-keyed 4 KiB pread()s a second over a cached 192 MiB
+		# file, in a 256 MiB cgroup, next to tar of a 1 GiB file (read())
+		# and a Python mmap + MADV_SEQUENTIAL pass over it, with the
+		# kernel alone, madvseq run, madvseqd (registered and by
+		# discovery); each run also has the victim alone and next to an
+		# O_DIRECT read of the same bytes, the p99 reference.
+		#
+		# On the kernel variant, per MGLRU setting, the kernel alone twice:
+		# with the switch off (the unpatched kernel plus a flag test: the
+		# reference of this boot), then in a cgroup under a parent whose
+		# memory.seq_read_dropbehind is 1 (the switch is on for a cgroup
+		# when it or an ancestor has it set): the kernel variant as a
+		# manager, next to the same two streams (it covers MADV_SEQUENTIAL
+		# mappings only, not tar's read()s).
+		switches=none
+		dparent=/sys/fs/cgroup/system.slice/msq-dropbehind.slice
+		if [ -e /proc/sys/vm/seq_read_dropbehind ]; then
+			switches="off on"
+			mkdir -p "$dparent" && echo 1 >"$dparent/memory.seq_read_dropbehind" ||
+				{ say "cannot turn on memory.seq_read_dropbehind in $dparent"; status=1; continue; }
+		fi
+		for mglru in ${MADVSEQ_GUEST_WARM_MGLRU:-y n}; do
+			if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
+				echo "$mglru" >/sys/kernel/mm/lru_gen/enabled
+				ltag=mglru-$mglru
+			else
+				[ -z "${notag:-}" ] || continue
+				notag=1
+				ltag="mglru-absent"
+			fi
+			for sw in $switches; do
+				case $sw in
+				none) variants=kernel,shim,daemon,discovery parent=/sys/fs/cgroup/system.slice
+					tag=$ltag what="" ;;
+				off) variants=kernel parent=/sys/fs/cgroup/system.slice
+					tag=$ltag what=", memory.seq_read_dropbehind 0" ;;
+				on) variants=kernel parent=$dparent
+					tag=$ltag-dropbehind what=", memory.seq_read_dropbehind=1 in $dparent" ;;
+				esac
+				ts=$(t)
+				say "warm, MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)$what"
+				rm -rf "/tmp/warm-$tag-logs"
+				# shellcheck disable=SC2086
+				python3 "$repo/tests/bench/warm.py" --victim pread \
+					--lib "$build/preload/libmadvseq.so" --daemon "$build/daemon/madvseqd" \
+					--variants "$variants" --no-cpu-phase \
+					--cgroup-parent "$parent" --dir /tmp \
+					${MADVSEQ_GUEST_WARM:---streams tar,mmap --limit 256M --ws-size 192M \
+					--rate 1000 --theta 0.9 --stream-size 1G --passes 1 \
+					--after 10 --alone-seconds 6} \
+					--log-dir "/tmp/warm-$tag-logs" --summary "$out/warm-$tag.txt" \
+					>"$out/warm-$tag.out" 2>"$out/warm-$tag.err"
+				rc=$?
+				# (every phase's result, samples included, for table.py; the
+				# logs hold the daemon's socket, which 9p cannot)
+				cp "/tmp/warm-$tag-logs/phases.jsonl" "$out/warm-$tag.jsonl" 2>/dev/null
+				rm -f "/tmp/warm-$tag-logs"/*.sock
+				cp -r "/tmp/warm-$tag-logs" "$out/"
+				cat "$out/warm-$tag.out"
+				[ "$rc" -eq 0 ] || { status=1; tail -n 20 "$out/warm-$tag.err"; }
+				say "TIME warm-$tag $(($(t) - ts))s (status $rc)"
+			done
+		done
+		[ "$switches" = none ] || rmdir "$dparent"
 		;;
 	*)
 		say "unknown part $w"
