@@ -62,6 +62,43 @@ def skip(why):
     sys.exit(77)
 
 
+class damon_pageout_paused:
+    """A context in which the host's DAMON pageout schemes are stopped (as
+    the benchmarks' --pause-damon does): such a scheme pages out whatever
+    it saw idle for a while, in every cgroup, a warm victim's tail included,
+    and a residency bound of 1% would then measure it, not the code under
+    test.  The kdamonds start again, with their configuration, on exit."""
+
+    ROOT = "/sys/kernel/mm/damon/admin/kdamonds"
+
+    def __enter__(self):
+        import glob
+        self.stopped = []
+        for k in sorted(glob.glob(os.path.join(self.ROOT, "[0-9]*"))):
+            try:
+                if open(os.path.join(k, "state")).read().strip() != "on" or not any(
+                        open(a).read().strip() == "pageout"
+                        for a in glob.glob(os.path.join(k, "contexts", "*", "schemes", "*", "action"))):
+                    continue
+                with open(os.path.join(k, "state"), "w") as f:
+                    f.write("off")
+                self.stopped.append(k)
+            except OSError:
+                continue
+        if self.stopped:
+            print("DAMON pageout paused for the case: " + ", ".join(self.stopped))
+        return self
+
+    def __exit__(self, *exc):
+        for k in self.stopped:
+            try:
+                with open(os.path.join(k, "state"), "w") as f:
+                    f.write("on")
+            except OSError as e:
+                print("cannot start %s again: %s (write 'on' to its state file)" % (k, e))
+        return False
+
+
 def need_test_hooks(names):
     """Skips unless the library reads the tests' hook variables (a build
     configured with -Dtest_hooks=true; installed libraries never do)."""
