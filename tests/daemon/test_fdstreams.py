@@ -120,7 +120,7 @@ def files_under(p):
     return [os.path.join(r, f) for r, _, fs in os.walk(p) for f in fs]
 
 
-def case_program(name):
+def case_program(name, judge_output=True):
     need_root()
     with Workdir("fd-" + name) as w:
         os.mkdir(os.path.join(w.path, "src"))
@@ -209,8 +209,11 @@ def case_program(name):
                       "closed between two looks are not covered, madvseqd(8))" % (left // M))
             elif not concat:
                 print("%s's output cached at the end: %d MiB" % (name, left // M))
-                check(left <= LAG + 64 * M + 8 * M, "%s's output leaves at most a lag cached past the "
-                      "file cached before it (%d MiB)" % (name, left // M))
+                if judge_output:
+                    check(left <= LAG + 64 * M + 8 * M, "%s's output leaves at most a lag cached "
+                          "past the file cached before it (%d MiB)" % (name, left // M))
+                else:
+                    print("(not judged here: the fd-%s-output case holds it to a lag)" % name)
             d.stop()
         finally:
             if victim:
@@ -432,7 +435,10 @@ def case_pg_basebackup():
 
 CASES = {"pg_basebackup": case_pg_basebackup}
 for _p in ("busybox-cat", "busybox-dd", "pv", "rclone", "restic"):
-    CASES[_p] = (lambda n: lambda: case_program(n))(_p)
+    CASES[_p] = (lambda n: lambda: case_program(n, judge_output=n != "rclone"))(_p)
+# rclone's output against the bound of a lag: what is under
+# writeback when it closes a file (up to 64 MiB in flight) stays too.
+CASES["rclone-output"] = lambda: case_program("rclone")
 for _a in ("dup2-swap", "many-fds", "kinds", "sparse", "odirect", "exit-exec", "mntns"):
     CASES["attack-" + _a] = (lambda n: lambda: case_attack(n))(_a)
 
