@@ -147,21 +147,40 @@ int msqd_stat_file_value(const char *file, int *fd, const char *key, uint64_t *v
 	return stat_value(buf, key, v) ? 0 : -ENOENT;
 }
 
-int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
-		       int *fd, uint64_t *pages)
+/* The cgroup's memory.stat, read through *fd (opened at the first call,
+ * kept open), into buf. */
+static ssize_t read_memory_stat(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+				int *fd, char *buf, size_t len)
 {
-	char dir[4096], file[4200] = "", buf[8192];
-	uint64_t a = 0, b = 0;
-	ssize_t n;
+	char dir[4096], file[4200] = "";
 
 	if (*fd < 0) {
 		msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
 		snprintf(file, sizeof(file), "%s/memory.stat", dir);
 	}
-	if ((n = read_kept(file, fd, buf, sizeof(buf))) < 0)
+	return read_kept(file, fd, buf, len);
+}
+
+/* A v1 counter: the hierarchy's total_KEY where there is one, else KEY. */
+static bool v1_value(const char *buf, const char *key, uint64_t *v)
+{
+	char total[64];
+
+	snprintf(total, sizeof(total), "total_%s", key);
+	return stat_value(buf, total, v) || stat_value(buf, key, v);
+}
+
+int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layout layout,
+		       int *fd, uint64_t *pages)
+{
+	char buf[8192];
+	uint64_t a = 0, b = 0;
+	ssize_t n;
+
+	if ((n = read_memory_stat(cg_root, path, layout, fd, buf, sizeof(buf))) < 0)
 		return (int)n;
 	if (layout == MSQD_CG_V1) {
-		if (!stat_value(buf, "total_pgpgin", &a) && !stat_value(buf, "pgpgin", &a))
+		if (!v1_value(buf, "pgpgin", &a))
 			return -EINVAL;
 	} else {
 		if (!stat_value(buf, "file", &a) || !stat_value(buf, "pgsteal", &b))
@@ -175,21 +194,16 @@ int msqd_cgroup_intake(const char *cg_root, const char *path, enum msqd_cg_layou
 int msqd_cgroup_filestat(const char *cg_root, const char *path, enum msqd_cg_layout layout,
 			 int *fd, struct msqd_cg_filestat *out)
 {
-	char dir[4096], file[4200] = "", buf[8192];
+	char buf[8192];
 	struct msqd_cg_filestat st = { 0 };
 	uint64_t steal = 0;
 	ssize_t n;
 
-	if (*fd < 0) {
-		msqd_cgroup_dir(cg_root, path, layout, dir, sizeof(dir));
-		snprintf(file, sizeof(file), "%s/memory.stat", dir);
-	}
-	if ((n = read_kept(file, fd, buf, sizeof(buf))) < 0)
+	if ((n = read_memory_stat(cg_root, path, layout, fd, buf, sizeof(buf))) < 0)
 		return (int)n;
 	if (layout == MSQD_CG_V1) {
-		if ((!stat_value(buf, "total_pgpgin", &st.charges) && !stat_value(buf, "pgpgin", &st.charges)) ||
-		    (!stat_value(buf, "total_pgfault", &st.faults) && !stat_value(buf, "pgfault", &st.faults)) ||
-		    (!stat_value(buf, "total_cache", &st.cache) && !stat_value(buf, "cache", &st.cache)))
+		if (!v1_value(buf, "pgpgin", &st.charges) || !v1_value(buf, "pgfault", &st.faults) ||
+		    !v1_value(buf, "cache", &st.cache))
 			return -EINVAL;
 	} else {
 		if (!stat_value(buf, "file", &st.cache) || !stat_value(buf, "pgsteal", &steal))
