@@ -120,6 +120,21 @@ def files_under(p):
     return [os.path.join(r, f) for r, _, fs in os.walk(p) for f in fs]
 
 
+def start_victim(cg, vfile):
+    """The warm victim in cg: (its process, its file's cached bytes once
+    warm, the residency watch started on it)."""
+    victim = subprocess.Popen(cg.prefix() + ["python3", "-c", VICTIM_PY, vfile],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        check(victim.stdout.readline().strip() == "warm", "the victim warmed its file")
+        time.sleep(0.5)
+        return victim, cached(vfile), Residency(vfile)
+    except BaseException:
+        victim.kill()  # (the caller's cleanup has no handle on it yet)
+        victim.wait()
+        raise
+
+
 def case_program(name, judge_output=True):
     need_root()
     with Workdir("fd-" + name) as w:
@@ -146,12 +161,7 @@ def case_program(name, judge_output=True):
             evict(src)
             evict(vfile)
             warm(pre)
-            victim = subprocess.Popen(cg.prefix() + ["python3", "-c", VICTIM_PY, vfile],
-                                      stdout=subprocess.PIPE, text=True)
-            check(victim.stdout.readline().strip() == "warm", "the victim warmed its file")
-            time.sleep(0.5)
-            v0 = cached(vfile)
-            res = Residency(vfile)
+            victim, v0, res = start_victim(cg, vfile)
             t0 = time.time()
             p = subprocess.run(cg.prefix() + argv, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=600)
@@ -392,12 +402,7 @@ def case_pg_basebackup():
             for f in segs:
                 evict(f)
             evict(vfile)
-            victim = subprocess.Popen(cg.prefix() + ["python3", "-c", VICTIM_PY, vfile],
-                                      stdout=subprocess.PIPE, text=True)
-            check(victim.stdout.readline().strip() == "warm", "the victim warmed its file")
-            time.sleep(0.5)
-            v0 = cached(vfile)
-            res = Residency(vfile)
+            victim, v0, res = start_victim(cg, vfile)
             t0 = time.time()
             p = subprocess.run(cg.prefix() + pg("pg_basebackup", "-D", out, "-X", "fetch", "-c", "fast"),
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
