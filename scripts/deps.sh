@@ -15,6 +15,10 @@ pkgs=(build-essential meson ninja-build pkg-config
       clang libclang-rt-dev strace mandoc
       # promtool checks the daemon's Prometheus output (kubepods-metrics)
       prometheus
+      # the fd discovery's real programs (suite discovery): a Go backup tool,
+      # a Go copier, static busybox, pv, and a PostgreSQL server for
+      # pg_basebackup; without them those cases skip
+      restic rclone busybox-static pv postgresql-15
       "$@")
 missing=()
 for p in "${pkgs[@]}"; do
