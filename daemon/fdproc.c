@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/fault.h"
@@ -135,4 +136,40 @@ void msqd_fdproc_comm(const char *proc_root, pid_t pid, char *buf, size_t len)
 		snprintf(buf, len, "?");
 	else if (buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
+}
+
+int msqd_fdproc_started(const char *proc_root, pid_t pid, uint64_t *real_ns)
+{
+	char path[128], buf[1024], *at, *end;
+	unsigned long long ticks;
+	struct timespec boot, real;
+	uint64_t start_ns, boot_ns, now_ns;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
+	if (MSQ_FAULT("madvseq/daemon/proc/stat"))
+		return -EIO;
+	if ((n = msqd_fdproc_read(path, buf, sizeof(buf))) < 0)
+		return (int)n;
+	/* After the command (which may hold spaces and parentheses): state
+	 * is field 3, starttime field 22. */
+	if (!(at = strrchr(buf, ')')) || hz <= 0)
+		return -EINVAL;
+	at++;
+	for (int field = 3; field < 22; field++) {
+		at += strspn(at, " ");
+		at += strcspn(at, " ");
+	}
+	errno = 0;
+	ticks = strtoull(at, &end, 10);
+	if (end == at || errno)
+		return -EINVAL;
+	if (clock_gettime(CLOCK_BOOTTIME, &boot) < 0 || clock_gettime(CLOCK_REALTIME, &real) < 0)
+		return -errno;
+	start_ns = (uint64_t)(ticks + 1) * (1000000000u / (uint64_t)hz);
+	boot_ns = (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
+	now_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+	*real_ns = now_ns - (boot_ns > start_ns ? boot_ns - start_ns : 0);
+	return 0;
 }

@@ -27,6 +27,11 @@ int msqd_fdproc_fdinfo(const char *proc_root, pid_t pid, int fd, uint64_t *pos, 
 bool msqd_fdproc_runs_library(const char *proc_root, pid_t pid);
 /* What /proc/PID/fd/FD names, malloc'd; NULL if nothing. */
 char *msqd_fdproc_name(const char *proc_root, pid_t pid, int fd);
+/* When the process started (/proc/PID/stat's starttime), on
+ * CLOCK_REALTIME in nanoseconds, rounded up to the kernel's tick: a file
+ * born after it cannot have been cached before the process ran.  0 or
+ * -errno. */
+int msqd_fdproc_started(const char *proc_root, pid_t pid, uint64_t *real_ns);
 /* /proc/PID/comm without its newline; "?" when gone. */
 void msqd_fdproc_comm(const char *proc_root, pid_t pid, char *buf, size_t len);
 

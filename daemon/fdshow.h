@@ -53,7 +53,22 @@ struct msqd;
 	X(fd_look_last, "madvseq_fd_look_seconds", "gauge", "Duration of the fd watch's looks (last, max).", \
 	  "stat=\"last\"", "fd_streams.last_look_seconds", NS_MS, F_ALL, v->d->fdw.last_look_ns) \
 	X(fd_look_max, "madvseq_fd_look_seconds", NULL, NULL, "stat=\"max\"", \
-	  "fd_streams.max_look_seconds", NS_MS, F_ALL, v->d->fdw.max_look_ns)
+	  "fd_streams.max_look_seconds", NS_MS, F_ALL, v->d->fdw.max_look_ns) \
+	X(fd_closed_files, "madvseq_fd_closed_files_total", "counter", \
+	  "Files a watched writer closed that madvseqd went through (fanotify).", NULL, \
+	  "fd_streams.closed_files", COUNT, F_ALL, v->d->fdc.files) \
+	X(fd_closed_dropped, "madvseq_fd_closed_bytes_total", "counter", \
+	  "Bytes of files a watched writer closed: dropped, and left cached (still dirty or in use " \
+	  "when given up).", "kind=\"dropped\"", "fd_streams.closed_dropped_bytes", BYTES, F_ALL, \
+	  v->d->fdc.dropped) \
+	X(fd_closed_left, "madvseq_fd_closed_bytes_total", NULL, NULL, "kind=\"left\"", \
+	  "fd_streams.closed_left_bytes", BYTES, F_ALL, v->d->fdc.left) \
+	X(fd_closed_marks, NULL, NULL, NULL, NULL, "fd_streams.closed_filesystems", COUNT, F_ALL, \
+	  v->d->fdc.marks) \
+	X(fd_closed_ignored, NULL, NULL, NULL, NULL, "fd_streams.closed_ignored", COUNT, F_ALL, \
+	  v->d->fdc.ignored) \
+	X(fd_closed_overflows, NULL, NULL, NULL, NULL, "fd_streams.closed_overflows", COUNT, F_ALL, \
+	  v->d->fdc.overflows)
 
 
 /* "  pid N fd (comm) in CGROUP: fd N read|write FILE: ..." lines. */

@@ -54,6 +54,7 @@
 #include "../common/fault.h"
 #include "../common/sys.h"
 #include "conf.h"
+#include "fdclosed.h"
 #include "fdproc.h"
 #include "fdseq.h"
 #include "fdmanage.h"
@@ -164,8 +165,9 @@ static struct fdw_cg *cg_get(struct msqd_fdwatch *w, const struct msqd_cg *g)
 	return c;
 }
 
-static struct fdw_proc *proc_get(struct msqd_fdwatch *w, pid_t pid, struct fdw_cg *cg)
+static struct fdw_proc *proc_get(struct msqd *d, pid_t pid, struct fdw_cg *cg)
 {
+	struct msqd_fdwatch *w = &d->fdw;
 	struct fdw_proc *p, **v;
 	bool found;
 	size_t i = proc_index(w, pid, &found);
@@ -192,6 +194,8 @@ static struct fdw_proc *proc_get(struct msqd_fdwatch *w, pid_t pid, struct fdw_c
 	p->pid = pid;
 	p->cg = cg;
 	p->fd_resume = -1;
+	if (msqd_fdproc_started(d->set.proc_root, pid, &p->since_real_ns) < 0)
+		p->since_real_ns = msqd_realtime_ns();
 	memmove(&w->p[i + 1], &w->p[i], (w->np - i) * sizeof(*w->p));
 	w->p[i] = p;
 	w->np++;
@@ -276,10 +280,20 @@ static void scan_fds(struct msqd_fdwatch *w, struct msqd *d, struct fdw_proc *p)
 			}
 			/* stat follows the magic link to the open file itself
 			 * (any mount namespace); it opens nothing. */
-			if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) || !st.st_size ||
+			if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
 			    msqd_fdproc_fdinfo(d->set.proc_root, p->pid, (int)fd, &f.seq.pos, &f.flags,
 					       &f.mnt_id, &f.ino) < 0 ||
 			    (f.flags & (O_DIRECT | O_PATH)) || (f.ino && f.ino != (uint64_t)st.st_ino)) {
+				next_resume = (int)fd;
+				continue;
+			}
+			/* A file open for writing, even empty: the files this
+			 * writer closes on that filesystem are reported from now
+			 * on (one written and closed within a look is never seen
+			 * here as a stream). */
+			if ((f.flags & O_ACCMODE) != O_RDONLY)
+				msqd_fdclosed_writer(d, p, (int)fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+			if (!st.st_size) {
 				next_resume = (int)fd;
 				continue;
 			}
@@ -466,7 +480,7 @@ static void look_cgroup(struct msqd_fdwatch *w, struct msqd *d, struct msqd_cg *
 		}
 		if (w->cut)
 			break;
-		if (!(p = proc_get(w, pid, c)) || look_proc(w, d, p, g, &streams))
+		if (!(p = proc_get(d, pid, c)) || look_proc(w, d, p, g, &streams))
 			c->resume_pid = pid;
 	}
 	/* (A slice's count, of the processes it reached: the cgroup stays
@@ -536,6 +550,9 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 		}
 	}
 	free(shims);
+	/* Files the watched writers closed since the last look. */
+	if (!w->cut)
+		msqd_fdclosed_step(d);
 	if (w->cut)
 		w->busy_looks++;
 	/* Forgotten: processes that exited, and those no watched cgroup

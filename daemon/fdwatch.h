@@ -55,6 +55,7 @@ struct fdw_proc {
 	uint64_t fds_ns;   /* last scan of its descriptors */
 	int fd_resume;     /* a scan cut short goes on after this number (-1: from the first) */
 	uint64_t seen_ns;
+	uint64_t since_real_ns; /* CLOCK_REALTIME of its start: files born after are its own */
 	struct fdw_file *f;
 	size_t nf;
 };

@@ -529,6 +529,7 @@ int main(int argc, char **argv)
 		msqd_client_drop(&d, d.cl.list, "daemon exiting");
 	msqd_exit_drops(&d, UINT64_MAX);
 	msqd_fdwatch_free(&d.fdw);
+	msqd_fdclosed_free(&d.fdc);
 	unlink(d.set.socket);
 	close(d.srv.lfd);
 	if (d.disc.disk_intake.fd >= 0)

@@ -490,7 +490,11 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 			   "${fd_unknown} passed before a snapshot, ${fd_writeback} given to writeback; "
 			   "${fd_swapped} swapped under the daemon, ${fd_refused} refused, ${fd_library} left "
 			   "to their library; look last ${fd_look_last} ms, max ${fd_look_max} ms, "
-			   "${fd_cut_short} cut short\n", &v, NULL, FMT_TEXT);
+			   "${fd_cut_short} cut short\n"
+			   "  closed by watched writers: ${fd_closed_files} files, ${fd_closed_dropped} "
+			   "dropped, ${fd_closed_left} left; ${fd_closed_marks} filesystems marked, "
+			   "${fd_closed_ignored} closes not theirs or of files older than their writer, "
+			   "${fd_closed_overflows} overflows\n", &v, NULL, FMT_TEXT);
 		msqd_put(&o, "  fidelity (fd streams): %s\n", MSQD_FDWATCH_FIDELITY);
 		msqd_fdshow_text(&o, d);
 	}

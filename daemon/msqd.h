@@ -8,7 +8,7 @@
  * runs management cycles (cycle.c) and exit drops (exitdrop.c) under each
  * cgroup's policy and pressure gate (cgroup.c); rescans processes of
  * discover = yes cgroups (discover.c), follows their read()/write()
- * streams (fdwatch.c) and answers status queries
+ * streams (fdwatch.c) and the files they close (fdclosed.c), and answers status queries
  * (metrics.c, whose counters are listed once, in its table).
  */
 #ifndef MSQD_MSQD_H
@@ -23,6 +23,7 @@
 #include "cycle.h"
 #include "discover.h"
 #include "exitdrop.h"
+#include "fdclosed.h"
 #include "fdwatch.h"
 #include "refs.h"
 #include "regions.h"
@@ -39,6 +40,7 @@ struct msqd {
 	struct msqd_cycles cyc;
 	struct msqd_discovery disc;
 	struct msqd_fdwatch fdw;
+	struct msqd_fdclosed fdc;
 	struct msqd_refs refs;
 	struct msqd_exitdrops xd;
 	struct msqd_counters cnt;

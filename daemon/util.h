@@ -19,6 +19,8 @@ void msqd_closep(int *fd);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t msqd_now_ns(void);
+/* CLOCK_REALTIME in nanoseconds: the clock of file times (statx). */
+uint64_t msqd_realtime_ns(void);
 
 /* Whether the process behind pidfd has not exited yet: signal 0 through
  * pidfd_send_signal, which finds the process before it checks the right

@@ -135,6 +135,44 @@ def main():
             os.waitpid(pid, 0)
             n += 1
         print("exit-exec: %d short streams that exited or exec'd" % n)
+    elif mode == "closes":
+        # Files closed after writing, the daemon's to go through once
+        # reported: a flood of new small ones, a FIFO, a sparse file of
+        # terabytes with a few pages written, and a file of its own born
+        # before it started, written a little and closed (cached before:
+        # it must stay cached).  A descriptor open for writing all along
+        # gets the filesystem marked.
+        big, scratch, old = args
+        fd = reader(big)
+        keep = os.open(os.path.join(scratch, "held"), os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(keep, b"x" * 65536)
+        fifo = os.path.join(scratch, "fifo")
+        os.mkfifo(fifo, 0o600)
+        fr = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        sparse = os.path.join(scratch, "sparse")
+        files = 0
+        while time.time() < end:
+            for _ in range(4):
+                step(fd, 0)
+            for i in range(64):
+                f = os.open(os.path.join(scratch, "f%d" % (i % 256)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.write(f, b"y" * 4096)
+                os.close(f)
+                files += 1
+            fw = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fw, b"z")
+            os.close(fw)
+            os.read(fr, 16)
+            s = os.open(sparse, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.ftruncate(s, 4 << 40)
+            os.pwrite(s, b"s" * 4096, (n % 1024) << 30)
+            os.close(s)
+            o = os.open(old, os.O_WRONLY)
+            os.pwrite(o, b"o", 0)
+            os.close(o)
+            n += 1
+        print("closes: %d rounds, %d small files, a FIFO, a 4 TiB sparse file and an old file "
+              "closed after writing" % (n, files))
     elif mode == "stream":
         big = args[0]
         fd = reader(big)
