@@ -33,11 +33,14 @@
  * libmadvseq.so in its maps) manages its own descriptors; the watch leaves
  * it alone.
  *
+ * Files written and closed between two looks (restic's packs) are gone
+ * before a second look could see them move: the kernel reports their
+ * closes (fdclosed.c), for the filesystems on which the watch saw a
+ * writer's descriptor.
+ *
  * Not covered (madvseqd(8)): pread()/pwrite() streams leave the position
  * where it is (restic reads its sources with read(), but PostgreSQL's and
- * most databases' I/O is pread/pwrite); and files written and closed
- * between two looks (restic's packs) are gone before a second look could
- * see them move, and are never opened by path.
+ * most databases' I/O is pread/pwrite).
  */
 #include <dirent.h>
 #include <errno.h>
