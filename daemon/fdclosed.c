@@ -209,30 +209,37 @@ static bool writer_ok(struct msqd *d, pid_t pid, uint64_t *born_after)
 	return false;
 }
 
-static void enqueue(struct msqd *d, const struct fanotify_event_metadata *m)
+/* One FAN_CLOSE_WRITE event: ev, its m.event_len bytes (m: its metadata,
+ * copied out).  The kernel pads FID records to 4 bytes, so an event's
+ * 64-bit fields may be unaligned: every field is copied out, never read
+ * in place. */
+static void enqueue(struct msqd *d, const char *ev, const struct fanotify_event_metadata *m)
 {
 	struct msqd_fdclosed *c = &d->fdc;
-	const char *at = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
-	const struct fanotify_event_info_fid *fid;
-	const struct file_handle *fh;
+	struct fanotify_event_info_fid fid;
+	struct file_handle fh;
+	const unsigned char *handle;
+	size_t at = m->metadata_len, len = m->event_len;
 	uint64_t born_after = 0;
 	size_t i;
 
 	c->events++;
-	if (at + sizeof(*fid) > end)
+	if (at < sizeof(*m) || at > len || len - at < sizeof(fid))
 		return;
-	fid = (const struct fanotify_event_info_fid *)(const void *)at;
-	fh = (const struct file_handle *)(const void *)fid->handle;
-	if (fid->hdr.info_type != FAN_EVENT_INFO_TYPE_FID || at + fid->hdr.len > end ||
-	    (const char *)fh->f_handle > end || fh->handle_bytes > MAX_HANDLE ||
-	    (const char *)fh->f_handle + fh->handle_bytes > at + fid->hdr.len)
+	memcpy(&fid, ev + at, sizeof(fid));
+	if (fid.hdr.info_type != FAN_EVENT_INFO_TYPE_FID || fid.hdr.len > len - at ||
+	    fid.hdr.len < sizeof(fid) + sizeof(fh))
 		return;
+	memcpy(&fh, ev + at + sizeof(fid), sizeof(fh));
+	if (fh.handle_bytes > MAX_HANDLE || fh.handle_bytes > fid.hdr.len - sizeof(fid) - sizeof(fh))
+		return;
+	handle = (const unsigned char *)ev + at + sizeof(fid) + sizeof(fh);
 	if (!writer_ok(d, m->pid, &born_after)) {
 		c->ignored++;
 		return;
 	}
 	for (i = 0; i < c->nfs; i++)
-		if (c->fs[i].fd >= 0 && !memcmp(&c->fs[i].fsid, &fid->fsid, sizeof(fsid_t)))
+		if (c->fs[i].fd >= 0 && !memcmp(&c->fs[i].fsid, &fid.fsid, sizeof(fsid_t)))
 			break;
 	if (i == c->nfs) {
 		c->ignored++;
@@ -241,8 +248,8 @@ static void enqueue(struct msqd *d, const struct fanotify_event_metadata *m)
 	c->fs[i].used_ns = d->now_ns;
 	/* The same file closed again: one entry, its time renewed. */
 	for (size_t k = 0; k < c->nq; k++)
-		if (c->q[k].fs == i && c->q[k].htype == fh->handle_type && c->q[k].hlen == fh->handle_bytes &&
-		    !memcmp(c->q[k].h, fh->f_handle, fh->handle_bytes)) {
+		if (c->q[k].fs == i && c->q[k].htype == fh.handle_type && c->q[k].hlen == fh.handle_bytes &&
+		    !memcmp(c->q[k].h, handle, fh.handle_bytes)) {
 			c->q[k].until_ns = d->now_ns + RETRY_NS;
 			return;
 		}
@@ -251,9 +258,9 @@ static void enqueue(struct msqd *d, const struct fanotify_event_metadata *m)
 		return;
 	}
 	c->q[c->nq] = (struct fdc_file){ .fs = i, .until_ns = d->now_ns + RETRY_NS,
-					 .born_after_ns = born_after, .hlen = fh->handle_bytes,
-					 .htype = fh->handle_type };
-	memcpy(c->q[c->nq].h, fh->f_handle, fh->handle_bytes);
+					 .born_after_ns = born_after, .hlen = fh.handle_bytes,
+					 .htype = fh.handle_type };
+	memcpy(c->q[c->nq].h, handle, fh.handle_bytes);
 	c->nq++;
 }
 
@@ -267,19 +274,20 @@ static void read_events(struct msqd *d)
 
 	while (n < EVENTS_MAX && msqd_fdwatch_spend(&d->fdw, 1) &&
 	       (got = read(c->fan, buf, sizeof(buf))) > 0) {
-		for (const char *at = buf; at + sizeof(struct fanotify_event_metadata) <= buf + got;) {
-			const struct fanotify_event_metadata *m = (const void *)at;
+		for (size_t at = 0; at + sizeof(struct fanotify_event_metadata) <= (size_t)got;) {
+			struct fanotify_event_metadata m;
 
-			if (m->event_len < sizeof(*m) || at + m->event_len > buf + got ||
-			    m->vers != FANOTIFY_METADATA_VERSION)
+			memcpy(&m, buf + at, sizeof(m));
+			if (m.event_len < sizeof(m) || m.event_len > (size_t)got - at ||
+			    m.vers != FANOTIFY_METADATA_VERSION)
 				break;
-			if (m->mask & FAN_Q_OVERFLOW)
+			if (m.mask & FAN_Q_OVERFLOW)
 				c->overflows++;
-			else if (m->mask & FAN_CLOSE_WRITE)
-				enqueue(d, m);
-			if (m->fd >= 0)
-				close(m->fd); /* (none in FID mode) */
-			at += m->event_len;
+			else if (m.mask & FAN_CLOSE_WRITE)
+				enqueue(d, buf + at, &m);
+			if (m.fd >= 0)
+				close(m.fd); /* (none in FID mode) */
+			at += m.event_len;
 			n++;
 		}
 	}
