@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Files a watched writer closed (see fdclosed.h).  Everything here runs in
- * the fd watch's slices: a flood of events, of marks or of closed files
- * makes the work longer, spread over looks, never the loop's gaps, and the
- * fanotify queue is the kernel's (16,384 events; past that it says it
- * overflowed, and those closes are not acted on).
+ * Files a watched writer closed (see fdclosed.h).  Everything here runs
+ * within the fd watch's looks, a bounded amount each: a flood of events,
+ * of marks or of closed files makes the work longer, spread over looks,
+ * never the loop's gaps, and the fanotify queue is the kernel's (16,384
+ * events; past that it says it overflowed, and those closes are not
+ * acted on).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,10 +33,14 @@
 #define MAX_FS 16           /* filesystems marked at once */
 #define MAX_QUEUE 256       /* closed files being dropped at once */
 #define MAX_HANDLE 128      /* MAX_HANDLE_SZ */
-/* A closed file is gone through this much per look (2 MiB chunks, a
- * cachestat each where nothing is cached): a sparse file of terabytes
- * takes looks, not the loop's time. */
-#define SPAN (UINT64_C(256) << 20)
+/* Closed files are gone through a span at a time: one cachestat for a
+ * span with nothing cached (an operation), a 2 MiB chunk at a time where
+ * something is (an operation a chunk), OPS a look at most: some 25 ms of
+ * DONTNEED, or 8 GiB passed over.  A sparse file of terabytes takes
+ * looks, not the loop's time, and the fd watch's own slices are not
+ * touched. */
+#define SPAN (UINT64_C(64) << 20)
+#define OPS 128
 #define EVENTS_MAX 256      /* events read per look */
 /* A mark no watched writer used for this long is given up, and with it
  * the descriptor it holds on that filesystem. */
@@ -46,6 +51,10 @@
 /* Dirty pages of a closed file given to writeback at once, at most: more
  * would wait in the daemon's thread for the request queue. */
 #define WB_MAX (UINT64_C(64) << 20)
+/* A writer counts while the watch looked at its descriptors this recently,
+ * which it does only while the process moves a megabyte a look: a server
+ * that now and then writes a small file of its own is no stream. */
+#define BUSY_NS (UINT64_C(2) * 1000 * 1000 * 1000)
 #define PAGE UINT64_C(4096)
 #define CHUNK (UINT64_C(2) << 20)
 
@@ -173,8 +182,8 @@ void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t d
 }
 
 /* The watched process pid, if the watch follows it and may act for it:
- * its cgroup's section says discover and pageout, and the gate is open.
- * *born_after: when it started.
+ * a busy writer (BUSY_NS) whose cgroup's section says discover and
+ * pageout, with the gate open.  *born_after: when it started.
  *
  * A writer that exited since the last look still counts: a program closes
  * its last file and exits at once (rclone), and the watch forgets it only
@@ -197,7 +206,10 @@ static bool writer_ok(struct msqd *d, pid_t pid, uint64_t *born_after)
 		else
 			hi = mid;
 	}
-	if (lo >= w->np || (p = w->p[lo])->pid != pid || p->lib || !p->cg)
+	/* (Not before its maps were checked: a process that runs the library
+	 * manages its own files, closed ones included.) */
+	if (lo >= w->np || (p = w->p[lo])->pid != pid || !p->maps_checked || p->lib || !p->cg ||
+	    d->now_ns - p->fds_ns > BUSY_NS)
 		return false;
 	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (!strcmp(g->path, p->cg->path)) {
@@ -272,8 +284,9 @@ static void read_events(struct msqd *d)
 	unsigned n = 0;
 	ssize_t got;
 
-	while (n < EVENTS_MAX && msqd_fdwatch_spend(&d->fdw, 1) &&
-	       (got = read(c->fan, buf, sizeof(buf))) > 0) {
+	/* (Not from the slice's budget: a bounded number of events, each a
+	 * lookup among the watched processes and the queue.) */
+	while (n < EVENTS_MAX && (got = read(c->fan, buf, sizeof(buf))) > 0) {
 		for (size_t at = 0; at + sizeof(struct fanotify_event_metadata) <= (size_t)got;) {
 			struct fanotify_event_metadata m;
 
@@ -296,7 +309,7 @@ static void read_events(struct msqd *d)
 /* One closed file: opened by its handle, checked, its clean pages
  * dropped.  Returns true when it is done with (dropped, or not the
  * daemon's), false to go on at the next look. */
-static bool act(struct msqd *d, struct fdc_file *e)
+static bool act(struct msqd *d, struct fdc_file *e, long *ops)
 {
 	struct msqd_fdclosed *c = &d->fdc;
 	char hbuf[sizeof(struct file_handle) + MAX_HANDLE] __attribute__((aligned(8)));
@@ -311,6 +324,7 @@ static bool act(struct msqd *d, struct fdc_file *e)
 	int pfd, fd;
 	bool done;
 
+	(*ops)--; /* (the opens and checks) */
 	fh->handle_bytes = e->hlen;
 	fh->handle_type = e->htype;
 	memcpy(fh->f_handle, e->h, e->hlen);
@@ -350,10 +364,29 @@ static bool act(struct msqd *d, struct fdc_file *e)
 	 * kernel's flusher takes more), dropped once clean at a later look. */
 	if (cs.nr_dirty && (cs.nr_dirty + cs.nr_writeback) * PAGE <= WB_MAX)
 		msqd_fdact_writeback(fd, 0, end);
-	to = end - e->at > SPAN ? e->at + SPAN : end;
-	msqd_fdwatch_spend(&d->fdw, (long)((to - e->at) / CHUNK) + 1);
-	if (msq_extents_add(&span, e->at, to) == 0 && msqd_fdact_drop(fd, &span, &dropped, &left) == 0)
+	/* Span by span from where the last try stopped: one cachestat passes
+	 * over a span with nothing cached (most of a stream's file, dropped
+	 * behind it while it was written), a span with pages cached is
+	 * dropped chunk by chunk, and a chunk still dirty or under writeback
+	 * is where the next try begins. */
+	while (e->at < end && !left.n && *ops > 0) {
+		uint64_t got = 0;
+		int64_t in;
+
+		to = end - e->at > SPAN ? e->at + SPAN : end;
+		(*ops)--;
+		if ((in = msqd_fdact_cached(fd, e->at, to)) < 0)
+			break;
+		if (in > 0) {
+			*ops -= (long)((to - e->at + CHUNK - 1) / CHUNK);
+			msq_extents_clear(&span);
+			if (msq_extents_add(&span, e->at, to) < 0 ||
+			    msqd_fdact_drop(fd, &span, &got, &left) < 0)
+				break;
+			dropped += got;
+		}
 		e->at = left.n ? left.v[0].start : to;
+	}
 	c->dropped += dropped;
 	d->cnt.dropped += dropped;
 	done = e->at >= end;
@@ -377,12 +410,16 @@ void msqd_fdclosed_step(struct msqd *d)
 
 	if (c->fan <= 0)
 		return;
+	/* (Read even when the look was cut short: the watch forgets a writer
+	 * that exited at the end of this look, and a close read later would
+	 * find no writer for it.) */
 	read_events(d);
-	for (size_t k = c->nq; k-- > 0;) {
-		if (d->fdw.cut)
-			break;
-		if (act(d, &c->q[k]))
-			c->q[k] = c->q[--c->nq];
+	{
+		long ops = OPS;
+
+		for (size_t k = c->nq; k-- > 0 && ops > 0;)
+			if (act(d, &c->q[k], &ops))
+				c->q[k] = c->q[--c->nq];
 	}
 	for (size_t i = c->nfs; i-- > 0;)
 		if (d->now_ns - c->fs[i].used_ns > MARK_IDLE_NS) {

@@ -10,8 +10,9 @@
  * a file handle, opens nothing) marks each filesystem on which the fd
  * watch saw a watched writer's descriptor, for FAN_CLOSE_WRITE.  An
  * event counts only when its pid is a process the watch follows (its
- * cgroup says discover = yes, mode = pageout, and the gate is open) and
- * not one that runs the library.  The file is then opened by its handle,
+ * cgroup says discover = yes, mode = pageout, and the gate is open), that
+ * moved data fast within the last two seconds, and that does not run the
+ * library.  The file is then opened by its handle,
  * O_PATH first: it must be a regular file, still linked, not on tmpfs,
  * and born after that writer started (statx btime against its start
  * time), so that no page of it was cached before the stream; only then is it opened for
@@ -59,9 +60,10 @@ struct msqd_fdclosed {
  * processes of discover = yes cgroups. */
 void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t dev, uint64_t ino);
 
-/* Reads what the kernel reported and acts on the closed files, within
- * the fd watch's slice (msqd_fdwatch_spend); gives up marks that went
- * unused.  Called once a look, after the processes were looked at. */
+/* Reads what the kernel reported and acts on the closed files, a bounded
+ * amount each call; gives up marks that went unused.  Called at every
+ * slice of the fd watch's look, after the processes were looked at and
+ * before the exited ones are forgotten. */
 void msqd_fdclosed_step(struct msqd *d);
 
 /* Everything it holds (at exit). */

@@ -553,9 +553,9 @@ uint64_t msqd_fdwatch_step(struct msqd *d)
 		}
 	}
 	free(shims);
-	/* Files the watched writers closed since the last look. */
-	if (!w->cut)
-		msqd_fdclosed_step(d);
+	/* Files the watched writers closed since the last look (before the
+	 * exited ones are forgotten below). */
+	msqd_fdclosed_step(d);
 	if (w->cut)
 		w->busy_looks++;
 	/* Forgotten: processes that exited, and those no watched cgroup

@@ -254,10 +254,11 @@ static void watch_run(struct msqd *d)
 }
 
 /* read()/write() streams of programs without the library, in the same
- * discover = yes cgroups (fdwatch.c). */
+ * discover = yes cgroups (fdwatch.c); after a reload that turned
+ * discovery off, until the closed-file marks are given up (fdclosed.c). */
 static uint64_t fdwatch_next(const struct msqd *d)
 {
-	return msqd_conf_any_discover(&d->set.conf) ? d->fdw.next_ns : UINT64_MAX;
+	return msqd_conf_any_discover(&d->set.conf) || d->fdc.nfs ? d->fdw.next_ns : UINT64_MAX;
 }
 
 static void fdwatch_run(struct msqd *d)

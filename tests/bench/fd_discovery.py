@@ -129,7 +129,9 @@ def one_run(T, name, wd, src, vfile, cg, daemon):
             js = daemon.ctl("stats", "--format=json", check_rc=False).stdout
             for line in js.splitlines():
                 if '"kind":"fd"' in line and os.path.basename(src) in line:
-                    o = json.loads(line.rstrip(",").lstrip(","))
+                    # (One object a line; the last of a list is followed
+                    # by the list's and the document's closing brackets.)
+                    o, _ = json.JSONDecoder().raw_decode(line.strip().lstrip(",["))
                     found.append((o["found_at"], time.time() - o["found_ms_ago"] / 1000.0))
                     return
             time.sleep(0.01)
@@ -145,9 +147,15 @@ def one_run(T, name, wd, src, vfile, cg, daemon):
     stop.append(1)
     th.join()
     tw.join(timeout=1)
+    # What the program wrote, still cached a second after it ended (the
+    # daemon drops the files a writer closed at its next looks).
+    time.sleep(1.0)
+    written = {"restic": os.path.join(wd, "repo"), "rclone": os.path.join(wd, "dst")}.get(name, out)
+    left = sum(cached(os.path.join(r_, f)) for r_, _, fs in os.walk(written) for f in fs) \
+        if os.path.isdir(written) else (cached(written) if os.path.exists(written) else 0)
     r = {"rc": p.returncode, "low": low[0] / v0, "end": cached(vfile) / v0,
          "disk": read_bytes(victim.pid) - rb0, "speed": os.path.getsize(src) / el, "cpu": dcpu,
-         "secs": el}
+         "secs": el, "left": left}
     if found:
         r["found_mib"] = found[0][0] / M
         r["found_ms"] = max(0.0, (found[0][1] - t0) * 1000)
@@ -197,7 +205,18 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--stream-mib", type=int, default=4096)
     ap.add_argument("--no-idle", action="store_true")
+    ap.add_argument("--pause-damon", action="store_true",
+                    help="stop the host's DAMON pageout schemes for the run (they evict a warm "
+                    "victim's tail, stream or not)")
     a = ap.parse_args()
+    if a.pause_damon:
+        from msqtest import damon_pageout_paused
+        with damon_pageout_paused():
+            return run(a)
+    return run(a)
+
+
+def run(a):
     b = os.path.abspath(a.build)
     os.environ.setdefault("MADVSEQD", os.path.join(b, "daemon", "madvseqd"))
     os.environ.setdefault("MADVSEQCTL", os.path.join(b, "daemon", "madvseqctl"))
@@ -225,14 +244,15 @@ def main():
                             d.stop()
                     finally:
                         cg.remove()
-            k = {x: statistics.median(r[x] for r in res["kernel"]) for x in ("low", "end", "disk", "speed")}
-            m = {x: statistics.median(r[x] for r in res["daemon"]) for x in ("low", "end", "disk", "speed")}
+            k = {x: statistics.median(r[x] for r in res["kernel"]) for x in ("low", "end", "disk", "speed", "left")}
+            m = {x: statistics.median(r[x] for r in res["daemon"]) for x in ("low", "end", "disk", "speed", "left")}
             rows.append((name, k, m, [r["rc"] for r in res["kernel"] + res["daemon"]]))
             for v in ("kernel", "daemon"):
                 for r in res[v]:
                     print("  %s %s: victim lowest %.1f%% end %.1f%%, disk reads %.1f MiB, stream %.0f MiB/s, "
-                          "daemon CPU %.2f s, exit %d" % (name, v, 100 * r["low"], 100 * r["end"], r["disk"] / M,
-                                                          r["speed"] / M, r["cpu"], r["rc"]), flush=True)
+                          "output cached %.0f MiB, daemon CPU %.2f s, exit %d"
+                          % (name, v, 100 * r["low"], 100 * r["end"], r["disk"] / M, r["speed"] / M,
+                             r["left"] / M, r["cpu"], r["rc"]), flush=True)
             for r in res["daemon"]:
                 if "found_mib" in r:
                     det.append((r["found_mib"], r["found_ms"]))
@@ -242,15 +262,17 @@ def main():
               "median of %d runs; kernel alone / madvseqd (madvseqd x the kernel alone)"
               % (VICTIM // M, a.stream_mib, a.runs))
         print("| program | victim lowest | victim end | victim disk reads MiB | "
-              "stream MiB/s | exit codes |")
-        print("|---|---|---|---|---|---|")
+              "stream MiB/s | output cached at the end, MiB | exit codes |")
+        print("|---|---|---|---|---|---|---|")
         for name, k, m, rcs in rows:
             ratio = (lambda x, y: "%.2fx" % (y / x) if x else "-")
-            print("| %s | %.1f%% / %.1f%% (%s) | %.1f%% / %.1f%% (%s) | %.1f / %.1f (%s) | %.0f / %.0f (%s) | %s |"
+            print("| %s | %.1f%% / %.1f%% (%s) | %.1f%% / %.1f%% (%s) | %.1f / %.1f (%s) | %.0f / %.0f (%s) | "
+                  "%.0f / %.0f | %s |"
                   % (name, 100 * k["low"], 100 * m["low"], ratio(k["low"], m["low"]), 100 * k["end"],
                      100 * m["end"], ratio(k["end"], m["end"]), k["disk"] / M, m["disk"] / M,
                      ratio(k["disk"], m["disk"]),
                      k["speed"] / M, m["speed"] / M, ratio(k["speed"], m["speed"]),
+                     k["left"] / M, m["left"] / M,
                      ",".join(str(x) for x in sorted(set(rcs)))))
         if det:
             mib = sorted(x[0] for x in det)
