@@ -194,22 +194,13 @@ void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t d
  * nothing cached before. */
 static bool writer_ok(struct msqd *d, pid_t pid, uint64_t *born_after)
 {
-	struct msqd_fdwatch *w = &d->fdw;
-	size_t lo = 0, hi = w->np;
-	struct fdw_proc *p;
+	bool found;
+	size_t i = msqd_fdwatch_index(&d->fdw, pid, &found);
+	const struct fdw_proc *p = found ? d->fdw.p[i] : NULL;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (w->p[mid]->pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* (Not before its maps were checked: a process that runs the library
 	 * manages its own files, closed ones included.) */
-	if (lo >= w->np || (p = w->p[lo])->pid != pid || !p->maps_checked || p->lib || !p->cg ||
-	    d->now_ns - p->fds_ns > BUSY_NS)
+	if (!p || !p->maps_checked || p->lib || !p->cg || d->now_ns - p->fds_ns > BUSY_NS)
 		return false;
 	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (!strcmp(g->path, p->cg->path)) {

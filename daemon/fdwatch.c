@@ -120,28 +120,12 @@ void msqd_fdwatch_free(struct msqd_fdwatch *w)
 	*w = (struct msqd_fdwatch){ 0 };
 }
 
-static size_t proc_index(const struct msqd_fdwatch *w, pid_t pid, bool *found)
-{
-	size_t lo = 0, hi = w->np;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (w->p[mid]->pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = lo < w->np && w->p[lo]->pid == pid;
-	return lo;
-}
-
 static void forget(struct msqd_fdwatch *w, pid_t pid)
 {
 	bool found;
 	size_t i;
 
-	i = proc_index(w, pid, &found);
+	i = msqd_fdwatch_index(w, pid, &found);
 	if (!found)
 		return;
 	proc_free(w, w->p[i]);
@@ -173,7 +157,7 @@ static struct fdw_proc *proc_get(struct msqd *d, pid_t pid, struct fdw_cg *cg)
 	struct msqd_fdwatch *w = &d->fdw;
 	struct fdw_proc *p, **v;
 	bool found;
-	size_t i = proc_index(w, pid, &found);
+	size_t i = msqd_fdwatch_index(w, pid, &found);
 
 	if (found) {
 		w->p[i]->cg = cg; /* (moved between watched cgroups) */

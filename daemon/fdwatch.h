@@ -108,6 +108,24 @@ uint64_t msqd_fdwatch_step(struct msqd *d);
 /* Everything the watch holds (at exit). */
 void msqd_fdwatch_free(struct msqd_fdwatch *w);
 
+/* Where pid is in w->p (sorted by pid), or would go; *found: whether it
+ * is there. */
+static inline size_t msqd_fdwatch_index(const struct msqd_fdwatch *w, pid_t pid, bool *found)
+{
+	size_t lo = 0, hi = w->np;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (w->p[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < w->np && w->p[lo]->pid == pid;
+	return lo;
+}
+
 /* Takes n operations from the slice's budget; false (nothing taken, and
  * the look to go on at the next slice) when it is spent or its time is
  * up. */
