@@ -67,6 +67,7 @@ struct fdc_fs {
 
 struct fdc_file {
 	size_t fs;          /* index into fs[] */
+	bool self;          /* reported as the daemon's close: whose, act() finds out */
 	uint64_t until_ns;  /* given up then */
 	uint64_t born_after_ns; /* CLOCK_REALTIME: the writer's start */
 	uint64_t at;        /* dropped below this, but for what is left */
@@ -122,6 +123,7 @@ static bool group_ready(struct msqd_fdclosed *c)
 			 ? (errno = EPERM, -1)
 			 : fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK,
 					 O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+	c->self = getpid();
 	if (c->fan <= 0) {
 		log_info("fd streams: no fanotify group (%s): files a watched writer closes between two "
 			 "looks stay cached", strerror(errno));
@@ -169,16 +171,48 @@ void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t d
 		if (keep >= 0)
 			close(keep);
 		close(dup);
+		msqd_fdclosed_borrowed(d, p, dev, ino);
 		/* Remembered without a descriptor, so that it is not tried
 		 * again at every look. */
 		c->fs[c->nfs++] = (struct fdc_fs){ .dev = dev, .fd = -1, .used_ns = d->now_ns };
 		return;
 	}
 	close(dup);
+	msqd_fdclosed_borrowed(d, p, dev, ino);
 	c->fs[c->nfs++] = (struct fdc_fs){ .dev = dev, .fsid = sf.f_fsid, .fd = keep, .used_ns = d->now_ns };
 	c->marks++;
 	log_debug("fd streams: files closed on device %" PRIu64 ":%" PRIu64 " are reported (pid %d wrote "
 		  "there)", (uint64_t)major(st.st_dev), (uint64_t)minor(st.st_dev), (int)p->pid);
+}
+
+void msqd_fdclosed_borrowed(struct msqd *d, const struct fdw_proc *p, uint64_t dev, uint64_t ino)
+{
+	struct msqd_fdclosed *c = &d->fdc;
+	struct fdc_borrow b = { dev, ino, p->since_real_ns, d->now_ns };
+
+	for (unsigned i = 0; i < MSQD_FDCLOSED_BORROWS; i++)
+		if (c->borrows[i].dev == dev && c->borrows[i].ino == ino) {
+			c->borrows[i] = b;
+			return;
+		}
+	c->borrows[c->next_borrow++ % MSQD_FDCLOSED_BORROWS] = b;
+}
+
+/* The writer of a file the daemon's own close was reported for: its start
+ * (*born_after), if a borrowed duplicate of that file was closed lately. */
+static bool borrowed_lately(const struct msqd *d, uint64_t dev, uint64_t ino, uint64_t *born_after)
+{
+	const struct msqd_fdclosed *c = &d->fdc;
+
+	for (unsigned i = 0; i < MSQD_FDCLOSED_BORROWS; i++) {
+		const struct fdc_borrow *b = &c->borrows[i];
+
+		if (b->ns && b->dev == dev && b->ino == ino && d->now_ns - b->ns <= BUSY_NS) {
+			*born_after = b->born_after_ns;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The watched process pid, if the watch follows it and may act for it:
@@ -200,8 +234,14 @@ static bool writer_ok(struct msqd *d, pid_t pid, uint64_t *born_after)
 
 	/* (Not before its maps were checked: a process that runs the library
 	 * manages its own files, closed ones included.) */
-	if (!p || !p->maps_checked || p->lib || !p->cg || d->now_ns - p->fds_ns > BUSY_NS)
+	if (!p)
 		return false;
+	if (!p->maps_checked || p->lib || !p->cg || d->now_ns - p->fds_ns > BUSY_NS) {
+		log_debug("fd streams: pid %d closed a file: %s", (int)pid,
+			  p->lib ? "it runs the library" : !p->maps_checked || !p->cg ? "not looked at yet"
+			  : "not a busy writer");
+		return false;
+	}
 	for (struct msqd_cg *g = d->cgs.list; g; g = g->next)
 		if (!strcmp(g->path, p->cg->path)) {
 			if (!g->pol->discover || g->pol->mode != MSQ_MODE_PAGEOUT || !msqd_gate_open(d, g))
@@ -237,7 +277,8 @@ static void enqueue(struct msqd *d, const char *ev, const struct fanotify_event_
 	if (fh.handle_bytes > MAX_HANDLE || fh.handle_bytes > fid.hdr.len - sizeof(fid) - sizeof(fh))
 		return;
 	handle = (const unsigned char *)ev + at + sizeof(fid) + sizeof(fh);
-	if (!writer_ok(d, m->pid, &born_after)) {
+	/* (The daemon's own close: the last of a borrowed duplicate.) */
+	if (m->pid != c->self && !writer_ok(d, m->pid, &born_after)) {
 		c->ignored++;
 		return;
 	}
@@ -260,7 +301,7 @@ static void enqueue(struct msqd *d, const char *ev, const struct fanotify_event_
 		c->ignored++;
 		return;
 	}
-	c->q[c->nq] = (struct fdc_file){ .fs = i, .until_ns = d->now_ns + RETRY_NS,
+	c->q[c->nq] = (struct fdc_file){ .fs = i, .self = m->pid == c->self, .until_ns = d->now_ns + RETRY_NS,
 					 .born_after_ns = born_after, .hlen = fh.handle_bytes,
 					 .htype = fh.handle_type };
 	memcpy(c->q[c->nq].h, handle, fh.handle_bytes);
@@ -324,6 +365,16 @@ static bool act(struct msqd *d, struct fdc_file *e, long *ops)
 	pfd = open_by_handle_at(c->fs[e->fs].fd, fh, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return true; /* (deleted since: its pages went with it) */
+	if (fstat(pfd, &st) == 0 && e->self) {
+		/* Reported as the daemon's own close: the writer's whose
+		 * duplicate it closed last, or nobody's. */
+		if (!borrowed_lately(d, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &e->born_after_ns)) {
+			c->ignored++;
+			close(pfd);
+			return true;
+		}
+		e->self = false;
+	}
 	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_nlink || fstatfs(pfd, &sf) < 0 ||
 	    sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC ||
 	    statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BTIME, &sx) < 0 ||

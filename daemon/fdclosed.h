@@ -34,12 +34,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct msqd;
 struct fdw_proc;
 
 struct fdc_fs;
 struct fdc_file;
+
+/* A borrowed duplicate of a writer's file that the daemon closed. */
+struct fdc_borrow {
+	uint64_t dev, ino, born_after_ns, ns;
+};
+#define MSQD_FDCLOSED_BORROWS 16
 
 /* The closed-file watch's state (struct msqd's fdc), changed by
  * fdclosed.c alone; its counters are rows of metrics.c's table. */
@@ -50,6 +57,9 @@ struct msqd_fdclosed {
 	size_t nfs;
 	struct fdc_file *q; /* closed files being dropped */
 	size_t nq;
+	pid_t self;        /* the daemon's pid: closes reported as its own */
+	struct fdc_borrow borrows[MSQD_FDCLOSED_BORROWS]; /* the last ones, a ring */
+	unsigned next_borrow;
 	/* totals, for status and metrics */
 	uint64_t marks, events, files, dropped, left, ignored, refused, overflows;
 };
@@ -59,6 +69,14 @@ struct msqd_fdclosed {
  * yet, so that the files it closes are reported.  Call only for
  * processes of discover = yes cgroups. */
 void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t dev, uint64_t ino);
+
+/* The daemon closed its borrowed duplicate of writer p's file (dev, ino).
+ * Where the program had closed its own descriptor in between, the
+ * daemon's close was the file's last, and the kernel reports it as the
+ * daemon's: such a report is taken as p's when it names this file within
+ * a couple of seconds.  Call only for a writer the watch acts for (a
+ * stream of a discover = yes, pageout cgroup). */
+void msqd_fdclosed_borrowed(struct msqd *d, const struct fdw_proc *p, uint64_t dev, uint64_t ino);
 
 /* Reads what the kernel reported and acts on the closed files, a bounded
  * amount each call; gives up marks that went unused.  Called at every

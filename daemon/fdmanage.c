@@ -16,6 +16,7 @@
 #include "../common/sys.h"
 #include "conf.h"
 #include "fdact.h"
+#include "fdclosed.h"
 #include "fdproc.h"
 #include "fdseq.h"
 #include "fdmanage.h"
@@ -193,5 +194,9 @@ int msqd_fdmanage_act(struct msqd *d, struct fdw_proc *p, struct fdw_file *f, st
 	}
 	msq_extents_free(&drop);
 	close(dup);
+	/* (Where the program closed its descriptor meanwhile, that close was
+	 * the file's last, and is reported as the daemon's.) */
+	if (writable && g && g->pol->mode == MSQ_MODE_PAGEOUT)
+		msqd_fdclosed_borrowed(d, p, f->dev, f->ino);
 	return 0;
 }

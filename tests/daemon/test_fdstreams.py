@@ -188,7 +188,8 @@ def case_program(name):
             print("\n".join(l for l in st.splitlines() if "fd " in l or l.startswith("fd streams") or
                             "closed by watched writers" in l))
             print("\n".join(l for l in js.splitlines() if '"kind":"fd"' in l))
-            print("\n".join(l for l in open(d.log).read().splitlines() if "a stream at" in l))
+            print("\n".join(l for l in open(d.log).read().splitlines()
+                            if "a stream at" in l or "closed file" in l or "closed a file" in l))
             check(p.returncode == 0, "%s exits 0 (%s)" % (name, p.stdout.strip()[-300:]))
             if out:
                 check(os.path.getsize(out) == STREAM + 64 * M, "the output has every byte")
