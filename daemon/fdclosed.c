@@ -171,14 +171,15 @@ void msqd_fdclosed_writer(struct msqd *d, struct fdw_proc *p, int fd, uint64_t d
 		if (keep >= 0)
 			close(keep);
 		close(dup);
-		msqd_fdclosed_borrowed(d, p, dev, ino);
 		/* Remembered without a descriptor, so that it is not tried
 		 * again at every look. */
 		c->fs[c->nfs++] = (struct fdc_fs){ .dev = dev, .fd = -1, .used_ns = d->now_ns };
 		return;
 	}
+	/* (Not recorded as a borrow: this writer's cgroup may not be one the
+	 * daemon drops for, which only fdmanage.c knows; where this close was
+	 * the file's last, that file stays cached.) */
 	close(dup);
-	msqd_fdclosed_borrowed(d, p, dev, ino);
 	c->fs[c->nfs++] = (struct fdc_fs){ .dev = dev, .fsid = sf.f_fsid, .fd = keep, .used_ns = d->now_ns };
 	c->marks++;
 	log_debug("fd streams: files closed on device %" PRIu64 ":%" PRIu64 " are reported (pid %d wrote "
@@ -365,7 +366,11 @@ static bool act(struct msqd *d, struct fdc_file *e, long *ops)
 	pfd = open_by_handle_at(c->fs[e->fs].fd, fh, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return true; /* (deleted since: its pages went with it) */
-	if (fstat(pfd, &st) == 0 && e->self) {
+	if (fstat(pfd, &st) < 0) {
+		close(pfd);
+		return true;
+	}
+	if (e->self) {
 		/* Reported as the daemon's own close: the writer's whose
 		 * duplicate it closed last, or nobody's. */
 		if (!borrowed_lately(d, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &e->born_after_ns)) {
@@ -375,7 +380,7 @@ static bool act(struct msqd *d, struct fdc_file *e, long *ops)
 		}
 		e->self = false;
 	}
-	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_nlink || fstatfs(pfd, &sf) < 0 ||
+	if (!S_ISREG(st.st_mode) || !st.st_nlink || fstatfs(pfd, &sf) < 0 ||
 	    sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC ||
 	    statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BTIME, &sx) < 0 ||
 	    !(sx.stx_mask & STATX_BTIME) ||
