@@ -696,13 +696,31 @@ COPY_SYMBOLS = ("_copy_to_iter", "_copy_from_iter", "copy_folio_from_iter_atomic
                 "copy_page")
 COPY_PREFIXES = ("__memmove_", "__memcpy_", "memcpy_")
 RECLAIM_SYMBOLS = ("do_try_to_free_pages", "balance_pgdat")
+# The parts of the machine's CPU a cache manager moves around, each a set
+# of disjoint call roots (their callees included): what the kernel's
+# reclaim does for the kernel alone, the managers' drops do for them (the
+# invalidation of clean pages by fadvise, MADV_PAGEOUT/COLD, their
+# process_madvise form); writeback a program starts (write-behind's
+# sync_file_range) the flusher threads do otherwise.
+CPU_PARTS = (
+    ("reclaim", RECLAIM_SYMBOLS),
+    ("drops", ("__x64_sys_fadvise64", "__x64_sys_madvise", "__x64_sys_process_madvise")),
+    ("cachestat", ("__x64_sys_cachestat",)),
+    ("wb_program", ("__x64_sys_sync_file_range",)),
+    ("wb_flusher", ("wb_workfn",)),
+)
+# Whose own code (self samples): the library's and the daemon's.
+OWN_DSOS = ("libmadvseq.so", "liburcu")
 
 
 def perf_report_shares(data):
     """From a perf record -a -g file: {"busy": percent of samples outside
     the idle loop, "reclaim": percent of busy samples in reclaim (its
-    callees included), "copy": percent of busy samples copying data}, or
-    None when perf report gives nothing."""
+    callees included), "copy": percent of busy samples copying data, each
+    CPU_PARTS name: percent of busy samples under its roots, "own": percent
+    of busy samples in the library's code (any process), "madvseqd": in
+    the daemon's process, kernel included}, or None when perf report gives
+    nothing."""
     out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--children", "--sort", "sym",
                           "-g", "none", "--percent-limit", "0"], capture_output=True, text=True).stdout
     children, self_pct = {}, {}
@@ -717,8 +735,23 @@ def perf_report_shares(data):
     if busy <= 0:
         return None
     copy = sum(v for k, v in self_pct.items() if k in COPY_SYMBOLS or k.startswith(COPY_PREFIXES))
-    reclaim = sum(children.get(k, 0.0) for k in RECLAIM_SYMBOLS)
-    return {"busy": busy, "reclaim": 100.0 * reclaim / busy, "copy": 100.0 * copy / busy}
+    res = {"busy": busy, "copy": 100.0 * copy / busy}
+    for name, roots in CPU_PARTS:
+        res[name] = 100.0 * sum(children.get(k, 0.0) for k in roots) / busy
+    out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,dso",
+                          "-g", "none", "--percent-limit", "0"], capture_output=True, text=True).stdout
+    own = daemon = 0.0
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0].endswith("%"):
+            comm, dso = f[1], " ".join(f[2:])
+            if any(d in dso for d in OWN_DSOS):
+                own += float(f[0][:-1])
+            if comm == "madvseqd":
+                daemon += float(f[0][:-1])
+    res["own"] = 100.0 * own / busy
+    res["madvseqd"] = 100.0 * daemon / busy
+    return res
 
 
 def pct(xs, q):

@@ -908,6 +908,9 @@ def _row(res, variant):
     return None
 
 
+PERF_PARTS = ("reclaim", "drops", "cachestat", "wb_program", "wb_flusher", "own", "madvseqd", "copy")
+
+
 def report(res, odirect, title, unit, damon_note, what, judge="all"):
     f, R = B._f, B._ratio
     P = ["", title, ""]
@@ -969,6 +972,22 @@ def report(res, odirect, title, unit, damon_note, what, judge="all"):
                  "whole machine; cgroup v1 has no pgscan in memory.stat)",
                  ["variant", "s", "cg wsrefault file", "cg pgmajfault", "cg pgscan", "| pgscan",
                   "wsrefault file", "DAMON pageout"], rows)
+    prows = []
+    for r in ok:
+        sp = (r.get("stream_alone") or {}).get("perf")
+        if sp and r.get("_acpu"):
+            prows.append([B.LABELS.get(r["variant"], r["variant"]), f(r["_acpu"], "%.3f")] +
+                         [f(r["_acpu"] * sp[k] / 100, "%.3f") for k in PERF_PARTS])
+    if prows:
+        P += B.table("where the stream's CPU went (--perf: the stream alone --cpu-runs times more, under "
+                     "perf record -a -g; CPU-s/GB = the part's share of the machine's busy samples x alone "
+                     "CPU-s/GB; reclaim: do_try_to_free_pages, kswapd; drops: fadvise, madvise, "
+                     "process_madvise; writeback: started by the program (sync_file_range) | by the "
+                     "flusher threads; library: libmadvseq.so and liburcu in any process; madvseqd: "
+                     "its process, kernel included, its drops also under drops)",
+                     ["variant", "alone CPU-s/GB", "reclaim", "drops", "cachestat", "wb program",
+                      "wb flusher", "library", "madvseqd", "copying"], prows)
+        P.append("")
     for r in ok:
         for key, who in (("shim_stats", ""), ("server_stats", " (server)")):
             s = r.get(key)
