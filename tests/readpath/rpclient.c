@@ -467,6 +467,43 @@ static void sc_write(const char *path)
 	close(fd);
 }
 
+/* A dump's output: 128 MiB through stdio in rows of tens of bytes, as
+ * pg_dump writes them, every 4096th an 80 KiB block (larger than stdio's
+ * buffer: written past it). */
+static void sc_rows(const char *path)
+{
+	static char row[100], block[80 << 10];
+	FILE *f = fopen(path, "w");
+	uint64_t h = H0, total = 0;
+	size_t n;
+
+	if (!f)
+		exit(2);
+	for (uint64_t i = 0; total < (UINT64_C(128) << 20); i++) {
+		const char *p = row;
+
+		n = 17 + i % 80;
+		if (i % 4096 == 4095) {
+			memset(block, (int)(i & 0xff), sizeof(block));
+			p = block;
+			n = sizeof(block);
+		} else {
+			snprintf(row, sizeof(row), "%020llu\t%078llu", (unsigned long long)i,
+				 (unsigned long long)(i * 2654435761u));
+			row[n - 1] = '\n';
+		}
+		if ((i % 2 ? fwrite_unlocked(p, 1, n, f) : fwrite(p, n, 1, f) * n) != n) {
+			printf("short fwrite at %llu: error=%d\n", (unsigned long long)total, ferror(f));
+			break;
+		}
+		h = fnv(h, p, n);
+		total += n;
+	}
+	printf("written=%llu pos=%ld error=%d hash=%016llx\n", (unsigned long long)total, ftell(f),
+	       ferror(f), (unsigned long long)h);
+	printf("fclose=%d\n", fclose(f));
+}
+
 int main(int argc, char **argv)
 {
 	const char *sc = argc > 1 ? argv[1] : "", *f = argc > 2 ? argv[2] : "";
@@ -486,6 +523,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(sc, "shuffle")) sc_shuffle(f);
 	else if (!strcmp(sc, "dup")) sc_dup(f);
 	else if (!strcmp(sc, "write")) sc_write(f);
+	else if (!strcmp(sc, "rows")) sc_rows(f);
 	else if (!strcmp(sc, "rwscan")) sc_rwscan(f, UINT64_MAX, false);
 	else if (!strcmp(sc, "rwhint")) sc_rwscan(f, UINT64_MAX, true);
 	else if (!strcmp(sc, "rwshort")) sc_rwscan(f, UINT64_C(8) << 20, false);
