@@ -773,11 +773,22 @@ def phase(h, a, V, kind, variant):
         _, senv, _ = h.wrap(variant, ["x"], None, tag + "-server")
     V.clean_output(out)
     hd = None
-    if variant in ("daemon", "discovery") and kind and kind != "odirect":
+
+    def daemon():
         hd = I.start_daemon(a, h.cg, os.path.join(a.log_dir, tag), variant == "discovery")
         h.acct.enter(hd[0].pid)
+        return hd
+    # A registered daemon runs before the victim and the server the stream
+    # reads from start under the library, which registers with it.  A
+    # discovering one starts after: it would find the victim's warm-up
+    # (cat of its files, a read() stream) and drop behind it, and the phase
+    # would start with the victim's set half cached.
+    if variant == "daemon" and kind and kind != "odirect":
+        hd = daemon()
     try:
         V.start(variant, tag, senv)
+        if variant == "discovery" and kind and kind != "odirect":
+            hd = daemon()
         log("phase %s %s" % (kind or "", B.LABELS[variant]))
         time.sleep(a.settle)            # at its rate, past its start-up
         smp = B.Sampler(h, V.ws_files, (st.paths if st else []) + [out], V.progress,
