@@ -220,12 +220,17 @@ else
 fi
 
 # --- scratch disk (fresh each boot, sparse) and the result directory ------
+[ -n "$out" ] || out=$cache/out-$kver
+mkdir -p "$out" && out=$(cd "$out" && pwd -P) || die "cannot prepare $out"
+# The guest sees the host's root through 9p, but its own scratch disk at
+# /tmp and /var/tmp: a job written there would not be found.
+case $out/ in
+/tmp/* | /var/tmp/*) die "--out $out: the guest mounts its scratch disk on /tmp and /var/tmp; choose a directory elsewhere" ;;
+esac
+rm -rf "${out:?}"/* || die "cannot empty $out"
 img=$(mktemp "$cache/scratch.XXXXXX") || die "cannot create a disk image in $cache"
 truncate -s "${disk}G" "$img" &&
 	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$img" || die "cannot make $img"
-[ -n "$out" ] || out=$cache/out-$kver
-mkdir -p "$out" && rm -rf "${out:?}"/* || die "cannot prepare $out"
-out=$(cd "$out" && pwd)
 
 # The job: the command, quoted, run from the current directory.
 q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
