@@ -9,6 +9,11 @@
 # It prints the service's residency, disk reads and latency, one sentence
 # of what changed, and PASS/MISS lines for what the project claims of its
 # cache (working set kept, disk reads, p99 against the O_DIRECT reference).
+# A DAMON pageout scheme running on the machine (some hosts run one: it
+# evicts page cache that looks idle, the service's tail included, stream
+# or not) is paused for the run and started again at its end, as the
+# benchmarks do (--pause-damon), so that the rows differ only in the cache
+# policy under test.
 # Takes about 3 minutes; the files need a disk filesystem, not tmpfs.
 #
 #   scripts/demo.sh [--dir DIR] [--png FILE] [any tests/bench/warm.py option]
@@ -74,7 +79,7 @@ demo: a service making 5,000 4 KiB pread()s a second, Zipf(0.9) keys, over a
       Progress goes to stderr; the tables follow.
 EOF
 "$py" tests/bench/warm.py --victim pread --streams tar --variants kernel,shim \
-	--after 15 --alone-seconds 8 --no-cpu-phase --judge cache \
+	--after 15 --alone-seconds 8 --no-cpu-phase --judge cache --pause-damon \
 	--lib "$lib" --dir "$repo/build-demo" "$@" &
 bench_pid=$!
 rc=0
