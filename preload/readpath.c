@@ -520,23 +520,22 @@ static int stream_fd(FILE *fp)
 	return fp ? fileno(fp) : -1;
 }
 
-/* Whether the read path follows the fd behind fp, for a stdio call the
- * real function `have' makes. */
-static bool stdio_followed(FILE *fp, bool have)
+/* Before a stdio call the real function `have' makes: true, with x
+ * classified and the guard raised, when the read path follows the fd
+ * behind fp (never through RWF_DONTCACHE: stdio makes its own calls). */
+static bool stdio_begin(struct msq_xfer *x, FILE *fp, bool have, bool writing)
 {
-	return !msq_guard && msq_shim_ready() && msq_fds_mode != MSQ_READ_OFF && have &&
-	       !untracked(stream_fd(fp));
-}
+	int fd;
 
-/* Before such a call: x classified and the guard raised (never through
- * RWF_DONTCACHE: stdio makes its own calls). */
-static void stdio_begin(struct msq_xfer *x, FILE *fp, bool writing)
-{
+	if (msq_guard || !msq_shim_ready() || msq_fds_mode == MSQ_READ_OFF || !have ||
+	    untracked(fd = stream_fd(fp)))
+		return false;
 	MSQ_ENTER();
-	msq_fds_begin(x, stream_fd(fp), writing, 0);
+	msq_fds_begin(x, fd, writing, 0);
+	return true;
 }
 
-/* After it: n bytes moved. */
+/* After it, when stdio_begin said true: n bytes moved. */
 static void stdio_end(const struct msq_xfer *x, uint64_t n)
 {
 	if (n)
@@ -548,12 +547,9 @@ static size_t fread_common(void *p, size_t size, size_t n, FILE *fp, bool unlock
 {
 	size_t (*fn)(void *, size_t, size_t, FILE *) = unlocked ? msq_real.fread_unlocked : msq_real.fread;
 	struct msq_xfer x;
-	bool on = stdio_followed(fp, fn);
-	size_t rc;
+	bool on = stdio_begin(&x, fp, fn, false);
+	size_t rc = fn ? fn(p, size, n, fp) : 0;
 
-	if (on)
-		stdio_begin(&x, fp, false);
-	rc = fn ? fn(p, size, n, fp) : 0;
 	if (on)
 		stdio_end(&x, (uint64_t)rc * size);
 	return rc;
@@ -604,18 +600,21 @@ static size_t fwrite_common(const void *p, size_t size, size_t n, FILE *fp, bool
 	size_t (*fn)(const void *, size_t, size_t, FILE *) =
 		unlocked ? msq_real.fwrite_unlocked : msq_real.fwrite;
 	struct msq_xfer x;
-	size_t rc, want, before;
+	size_t rc, want, before, after;
+	bool on;
 
 	if (!fn)
 		return 0;
-	if (!fp || __builtin_mul_overflow(size, n, &want) || stays_buffered(fp, want) ||
-	    !stdio_followed(fp, fn))
+	if (!fp || __builtin_mul_overflow(size, n, &want) || stays_buffered(fp, want))
 		return fn(p, size, n, fp);
 	before = stdio_pending(fp);
-	stdio_begin(&x, fp, true);
+	on = stdio_begin(&x, fp, fn, true);
 	rc = fn(p, size, n, fp);
-	want = rc * size + before;
-	stdio_end(&x, want > stdio_pending(fp) ? want - stdio_pending(fp) : 0);
+	if (on) {
+		want = rc * size + before;
+		after = stdio_pending(fp);
+		stdio_end(&x, want > after ? want - after : 0);
+	}
 	return rc;
 }
 
@@ -632,12 +631,8 @@ MSQ_EXPORT size_t (fwrite_unlocked)(const void *p, size_t size, size_t n, FILE *
 MSQ_EXPORT ssize_t getdelim(char **line, size_t *len, int delim, FILE *fp)
 {
 	struct msq_xfer x;
-	bool on = stdio_followed(fp, msq_real.getdelim);
-	ssize_t rc;
-
-	if (on)
-		stdio_begin(&x, fp, false);
-	rc = msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
+	bool on = stdio_begin(&x, fp, msq_real.getdelim, false);
+	ssize_t rc = msq_real.getdelim ? msq_real.getdelim(line, len, delim, fp) : (errno = ENOSYS, -1);
 
 	if (on)
 		stdio_end(&x, rc > 0 ? (uint64_t)rc : 0);
@@ -647,12 +642,8 @@ MSQ_EXPORT ssize_t getdelim(char **line, size_t *len, int delim, FILE *fp)
 MSQ_EXPORT ssize_t getline(char **line, size_t *len, FILE *fp)
 {
 	struct msq_xfer x;
-	bool on = stdio_followed(fp, msq_real.getline);
-	ssize_t rc;
-
-	if (on)
-		stdio_begin(&x, fp, false);
-	rc = msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
+	bool on = stdio_begin(&x, fp, msq_real.getline, false);
+	ssize_t rc = msq_real.getline ? msq_real.getline(line, len, fp) : (errno = ENOSYS, -1);
 
 	if (on)
 		stdio_end(&x, rc > 0 ? (uint64_t)rc : 0);
