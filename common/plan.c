@@ -15,6 +15,25 @@ uint64_t msq_chunk_floor(uint64_t addr, uint64_t start, uint64_t file_off)
 	return start + (uint64_t)((rel & ~(int64_t)(MSQ_CHUNK - 1)) - off);
 }
 
+static int add_clipped(const struct msq_plan_in *in, struct msq_extents *drop, uint64_t lo,
+		       uint64_t hi)
+{
+	if (lo < in->start)
+		lo = in->start;
+	if (hi > in->end)
+		hi = in->end;
+	return lo < hi ? msq_extents_add(drop, lo, hi) : 0;
+}
+
+static int remove_keep(const struct msq_plan_in *in, struct msq_extents *drop)
+{
+	if (in->keep)
+		for (size_t i = 0; i < in->keep->n; i++)
+			if (msq_extents_remove(drop, in->keep->v[i].start, in->keep->v[i].end) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
 int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop)
 {
 	const struct msq_extents *p = in->present;
@@ -40,18 +59,52 @@ int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop)
 			hi = msq_chunk_floor(b - in->lag + MSQ_CHUNK - 1, in->start, in->file_off);
 		else
 			continue;
-		if (lo < in->start)
-			lo = in->start;
-		if (hi > in->end)
-			hi = in->end;
-		if (lo >= hi)
-			continue;
-		if (msq_extents_add(drop, lo, hi) < 0)
+		if (add_clipped(in, drop, lo, hi) < 0)
 			return -ENOMEM;
 	}
-	if (in->keep)
-		for (size_t i = 0; i < in->keep->n; i++)
-			if (msq_extents_remove(drop, in->keep->v[i].start, in->keep->v[i].end) < 0)
-				return -ENOMEM;
-	return 0;
+	return remove_keep(in, drop);
+}
+
+bool msq_read_through(uint64_t start, uint64_t end, uint64_t through)
+{
+	return through > start && through - start >= (end - start) / 4 * 3;
+}
+
+int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
+			  struct msq_extents *drop)
+{
+	const struct msq_extents *p = in->present;
+	uint64_t before, limit;
+
+	if (t->through < in->start || t->through > in->end)
+		t->through = in->start;
+	before = t->through;
+	/* Runs are sorted and apart: one pass extends the part.  Pages
+	 * already dropped behind it are absent, so a run that begins at or
+	 * before its end continues it. */
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].start <= t->through && p->v[i].end > t->through)
+			t->through = p->v[i].end;
+	t->idle = t->through == before && msq_extents_total(p) == t->seen;
+	t->seen = msq_extents_total(p);
+	if (msq_read_through(in->start, in->end, t->through) && (t->idle || in->flush))
+		limit = in->end;
+	else if (in->flush)
+		/* The reader is gone, before the end: what it read through. */
+		limit = t->through > in->start ?
+				msq_chunk_floor(t->through + MSQ_CHUNK - 1, in->start, in->file_off) :
+				in->start;
+	else if (t->through - in->start > in->lag)
+		limit = msq_chunk_floor(t->through - in->lag + MSQ_CHUNK - 1, in->start,
+					in->file_off);
+	else
+		limit = in->start;
+	for (size_t i = 0; i < p->n && p->v[i].start < limit; i++) {
+		uint64_t lo = msq_chunk_floor(p->v[i].start, in->start, in->file_off);
+		uint64_t hi = msq_chunk_floor(p->v[i].end + MSQ_CHUNK - 1, in->start, in->file_off);
+
+		if (add_clipped(in, drop, lo, hi < limit ? hi : limit) < 0)
+			return -ENOMEM;
+	}
+	return remove_keep(in, drop);
 }

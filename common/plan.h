@@ -34,6 +34,31 @@ struct msq_plan_in {
 /* Adds the planned ranges to *drop.  Returns 0 or -ENOMEM. */
 int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop);
 
+/*
+ * A mapping read with no advice (libmadvseq's read mode "all"): nothing
+ * says it is a stream, so only what its reader has read front to back,
+ * from the mapping's start with no gap, counts as one.  Its pages more than
+ * `lag` behind the end of that part are planned, as msq_plan does for a
+ * run; and once the part covers three quarters of the mapping (read
+ * through: a table file, the rest being its index at the end) and a look
+ * finds nothing new, every present chunk is.  A program that reads its
+ * mapping at random keeps what it reads: its pages seldom join the part
+ * that began at the start.  State carried from one look to the next:
+ */
+struct msq_through {
+	uint64_t through; /* end of the part read front to back (0: not looked yet) */
+	uint64_t seen;    /* bytes present at the last look */
+	bool idle;        /* out: this look found nothing new */
+};
+
+/* Adds the planned ranges to *drop (in->retry is not used: kept pages are
+ * planned again where they lie).  Returns 0 or -ENOMEM. */
+int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
+			  struct msq_extents *drop);
+
+/* Whether [start, end) was read through, by msq_plan_read_through's rule. */
+bool msq_read_through(uint64_t start, uint64_t end, uint64_t through);
+
 /* Rounds addr down to a chunk boundary of a region mapping file_off at start. */
 uint64_t msq_chunk_floor(uint64_t addr, uint64_t start, uint64_t file_off);
 

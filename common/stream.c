@@ -123,6 +123,14 @@ static int copy_shifted(struct msq_stream *dst, const struct msq_stream *src, ui
 	n.file_off = src->file_off + (start - src->start);
 	n.sweep = n.start;
 	n.full_scan_ns = 0;
+	/* The part read front to back, as far as it lies inside the piece;
+	 * a piece that begins past it has no such part yet. */
+	n.rt.through = src->rt.through > start && src->start >= start ?
+			       (src->rt.through < end ? src->rt.through : end) + (uint64_t)delta :
+			       n.start;
+	n.rt.seen = 0;
+	n.idle_looks = 0;
+	n.next_look_ns = 0;
 	memset(&n.st, 0, sizeof(n.st));
 	*dst = n;
 	return 0;
@@ -432,6 +440,21 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 	return 0;
 }
 
+/* When to look at a mapping read with no advice again (struct msq_stream). */
+static void pace_unadvised(struct msq_stream *s, uint64_t now_ns)
+{
+	bool fresh;
+
+	if (!s->first_look_ns)
+		s->first_look_ns = now_ns;
+	fresh = !s->ever_read && now_ns - s->first_look_ns < MSQ_FRESH_NS;
+	s->ever_read |= s->rt.seen > 0;
+	s->idle_looks = s->rt.idle ? (s->idle_looks < 5 ? s->idle_looks + 1 : 5) : 0;
+	s->next_look_ns = 0;
+	if (s->idle_looks && !fresh)
+		s->next_look_ns = now_ns + (MSQ_IDLE_LOOK_NS << (s->idle_looks - 1));
+}
+
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush)
 {
 	struct msq_plan_in in = {
@@ -442,9 +465,11 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 	uint64_t dropped = 0;
 	int rc;
 
-	s->st.cycles++;
 	if (s->how == MSQ_DROP_NONE)
 		return 0;
+	if (s->unadvised && !flush && now_ns < s->next_look_ns)
+		return 0; /* nothing moved in it lately */
+	s->st.cycles++;
 	msq_extents_clear(&e->retry);
 	if (s->kept.n && (flush || now_ns >= s->kept_until_ns)) {
 		/* Strong references may be gone: plan the kept pages again.
@@ -462,8 +487,11 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 	if ((rc = find_present(e, s, now_ns, flush)) < 0)
 		goto fail;
 	msq_extents_clear(&e->drop);
-	if ((rc = msq_plan(&in, &e->drop)) < 0)
+	if ((rc = s->unadvised ? msq_plan_read_through(&in, &s->rt, &e->drop) :
+				 msq_plan(&in, &e->drop)) < 0)
 		goto fail;
+	if (s->unadvised)
+		pace_unadvised(s, now_ns);
 	for (size_t i = 0; i < s->kept.n; i++)
 		if ((rc = msq_extents_remove(&e->drop, s->kept.v[i].start, s->kept.v[i].end)) < 0)
 			goto fail;
@@ -495,16 +523,24 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 		     s->how == MSQ_DROP_UNMAP_FADVISE ? MADV_DONTNEED : MADV_PAGEOUT;
 	uint64_t a = s->start;
 	int fd = -1, rc = 0;
+	uint64_t end = s->end;
 
 	if (s->how == MSQ_DROP_NONE)
 		return 0;
+	/* A mapping read with no advice: only what was read front to back. */
+	if (s->unadvised && !msq_read_through(s->start, s->end, s->rt.through))
+		end = s->rt.through > s->start ?
+			      msq_chunk_floor(s->rt.through + MSQ_CHUNK - 1, s->start, s->file_off) :
+			      s->start;
+	if (end > s->end)
+		end = s->end;
 	if (s->how == MSQ_DROP_UNMAP_FADVISE && (fd = open_mapped_file(s)) < 0)
 		return fd;
-	for (size_t i = 0; i <= s->precached.n; i++) {
-		uint64_t b = i < s->precached.n ? s->precached.v[i].start : s->end;
+	for (size_t i = 0; i <= s->precached.n && a < end; i++) {
+		uint64_t b = i < s->precached.n ? s->precached.v[i].start : end;
 
-		if (b > s->end)
-			b = s->end;
+		if (b > end)
+			b = end;
 		if (a < b) {
 			int r = msq_sys_madvise((void *)(uintptr_t)a, (size_t)(b - a), advice);
 

@@ -19,6 +19,7 @@
 
 #include "extents.h"
 #include "frontier.h"
+#include "plan.h"
 
 /* How a stream's pages are dropped; chosen once, when it is set up. */
 enum msq_drop_how {
@@ -52,10 +53,24 @@ struct msq_stream {
 	uint64_t kept_until_ns;
 	struct msq_extents cursors;    /* run ends, for windowed pagemap reads */
 	struct msq_extents written;    /* paged out while dirty: awaiting writeback */
+	/* Read with no advice (libmadvseq's read mode "all"): planned by
+	 * msq_plan_read_through.  A program maps hundreds of table files and
+	 * reads one or two at a time, most often at once: such a mapping is
+	 * looked at every cycle while anything moves in it, and until it is
+	 * first read for MSQ_FRESH_NS after its first look; else from
+	 * MSQ_IDLE_LOOK_NS apart up to 16 times that (next_look_ns). */
+	bool unadvised;
+	bool ever_read; /* unadvised: a look found pages present */
+	struct msq_through rt;
+	unsigned idle_looks;
+	uint64_t first_look_ns, next_look_ns;
 	uint64_t sweep;                /* next address of the discovery sweep */
 	uint64_t full_scan_ns;         /* when the whole range was last read */
 	struct msq_stream_stats st;
 };
+
+#define MSQ_IDLE_LOOK_NS (UINT64_C(100) * 1000 * 1000)
+#define MSQ_FRESH_NS (UINT64_C(1000) * 1000 * 1000)
 
 /* Per-thread engine context and scratch sets. */
 struct msq_engine {

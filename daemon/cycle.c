@@ -243,7 +243,11 @@ uint64_t msqd_cycle(struct msqd *d)
 			if (c->r[i]->snapping)
 				continue; /* what was cached before is not known yet */
 			rc = cycle_region(d, c, s, false);
-			if (s->st.dropped != before || rc < 0)
+			/* (A mapping read with no advice is dropped at a look
+			 * that finds its reader gone, which makes no fault any
+			 * more; its idle looks are spaced by the engine.) */
+			if (s->st.dropped != before || rc < 0 ||
+			    (s->unadvised && (!s->rt.idle || s->next_look_ns)))
 				c->busy = true;
 			total += s->st.dropped - before;
 			now_at = msq_stream_progress(s);

@@ -107,6 +107,11 @@ static bool exit_drop(struct msqd *d, struct msqd_leftover *l, uint64_t deadline
 	if (!s->precached_known ||
 	    msq_extents_covered(&s->precached, s->start, s->end) == s->end - s->start)
 		return true;
+	/* Mapped with no advice and not read through: what the program read
+	 * here may be its own working set, not a stream's (the cycles already
+	 * dropped what lay a lag behind the part it read front to back). */
+	if (s->unadvised && !msq_read_through(s->start, s->end, s->rt.through))
+		return true;
 	/* The strong-reference check, on the daemon's own mapping. */
 	msq_engine_init(&own, -1, 0);
 	if (g->pol->strong_refs && d->refs.ok) {

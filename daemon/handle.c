@@ -100,6 +100,12 @@ static int on_register(struct msqd *d, struct msqd_client *c, const struct msq_m
 					     m->offset, false, NULL, false, false,
 					     m->flags & MSQ_REGION_SNAPSHOT ? m->precached : NULL,
 					     m->nprecached);
+	if (res.status == 0 && m->flags & MSQ_REGION_UNADVISED) {
+		struct msqd_region *added = c->r[c->nr - 1];
+
+		added->s.unadvised = true;
+		added->kernel_fs = false; /* the kernel drops behind advised faults only */
+	}
 	if (res.status < 0) {
 		d->cnt.refused_regions++;
 		log_debug("pid %d: region %#llx+%#llx refused: %s", (int)c->pid,

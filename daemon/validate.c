@@ -69,7 +69,8 @@ int msqd_valid_register(const struct msq_msg_register *m)
 {
 	uint64_t prev = 0;
 
-	if (m->flags & ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE | MSQ_REGION_SNAPSHOT))
+	if (m->flags &
+	    ~(MSQ_REGION_SHARED | MSQ_REGION_WRITABLE | MSQ_REGION_SNAPSHOT | MSQ_REGION_UNADVISED))
 		return -EBADMSG;
 	if (!range_ok(m->start, m->length) || m->offset % PAGE || m->offset + m->length < m->offset)
 		return -EINVAL;

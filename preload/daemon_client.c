@@ -354,7 +354,8 @@ static int register_region(struct msq_region *r)
 	*m = (struct msq_msg_register){
 		.id = r->id, .start = r->s.start, .length = r->s.end - r->s.start,
 		.dev = (uint64_t)r->s.dev, .ino = (uint64_t)r->s.ino, .offset = r->s.file_off,
-		.flags = (r->s.shared ? MSQ_REGION_SHARED : 0) | (r->s.writable ? MSQ_REGION_WRITABLE : 0),
+		.flags = (r->s.shared ? MSQ_REGION_SHARED : 0) | (r->s.writable ? MSQ_REGION_WRITABLE : 0) |
+			 (r->s.unadvised ? MSQ_REGION_UNADVISED : 0),
 	};
 	/* What was cached before the program read this range, as seen when
 	 * it advised it: the daemon's own look would come later, and count
@@ -451,7 +452,12 @@ void msq_daemon_sync(void)
 			}
 			in_flight++;
 		}
-		r->delegated = e && e->state == E_ACKED;
+		/* A mapping read with no advice is the daemon's from the moment it
+		 * is sent: the part read front to back is found from the start
+		 * (msq_plan_read_through), and a daemon that began after the
+		 * engine had dropped some of it would never find that part. */
+		r->delegated = e ? e->state == E_ACKED || (e->state == E_SENT && r->s.unadvised)
+				 : r->s.unadvised;
 	}
 	send_read_report();
 out:

@@ -111,13 +111,32 @@ static __attribute__((noinline)) void *mmap_fixed_tracked(void *addr, size_t len
 	return p;
 }
 
+/* A read-only file mapping, large enough to matter: in read mode "all" it
+ * may be a table file read through with no advice (track.c decides). */
+static __attribute__((noinline)) void mapped(void *p, size_t len, int flags, int fd, off_t off)
+{
+	MSQ_PROTECT_ERRNO;
+	MSQ_ENTER();
+	if (msq_shim_ready() && msq_cfg.policy.mode != MSQ_MODE_OFF && msq_is_owner())
+		msq_track_mapped((uintptr_t)p, len, fd, (uint64_t)off, flags & MAP_SHARED);
+	MSQ_LEAVE();
+}
+
 static inline void *wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	void *p;
+
 	/* Without MAP_FIXED the kernel picks a free range: nothing tracked
 	 * can be replaced, so this is the whole cost of an untracked call. */
 	if (__builtin_expect((flags & MAP_FIXED) && !msq_guard && msq_regions_any(), 0))
-		return mmap_fixed_tracked(addr, len, prot, flags, fd, off);
-	return call_mmap(addr, len, prot, flags, fd, off);
+		p = mmap_fixed_tracked(addr, len, prot, flags, fd, off);
+	else
+		p = call_mmap(addr, len, prot, flags, fd, off);
+	if (__builtin_expect(fd >= 0 && len >= MSQ_TRACK_MAPPED_MIN, 0) && p != MAP_FAILED &&
+	    (prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) == PROT_READ &&
+	    !(flags & (MAP_ANONYMOUS | MAP_POPULATE)) && !msq_guard)
+		mapped(p, len, flags, fd, off);
+	return p;
 }
 
 MSQ_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -13,6 +13,7 @@
 struct entry {
 	uint64_t start, end;
 	struct msq_region *r;
+	bool advised; /* r->s.unadvised is false (for lock-free lookups) */
 };
 
 struct table {
@@ -27,7 +28,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_next_id = 1;
 
 /* Lock-free: does [start, end) overlap a tracked range (whole: lie within
- * one)? */
+ * one advised MADV_SEQUENTIAL)? */
 static bool lookup(uint64_t start, uint64_t end, bool whole)
 {
 	struct table *t;
@@ -48,7 +49,8 @@ static bool lookup(uint64_t start, uint64_t end, bool whole)
 			else
 				hi = mid;
 		}
-		hit = lo < t->n && (whole ? t->e[lo].start <= start && t->e[lo].end >= end
+		hit = lo < t->n && (whole ? t->e[lo].start <= start && t->e[lo].end >= end &&
+						    t->e[lo].advised
 					  : t->e[lo].start < end);
 	}
 	urcu_bp_read_unlock();
@@ -107,7 +109,7 @@ static int push(struct builder *b, struct msq_region *r)
 		b->v = v;
 		b->cap = cap;
 	}
-	b->v[b->n++] = (struct entry){ r->s.start, r->s.end, r };
+	b->v[b->n++] = (struct entry){ r->s.start, r->s.end, r, !r->s.unadvised };
 	return 0;
 }
 
@@ -174,7 +176,7 @@ static bool compatible(const struct msq_stream *a, const struct msq_stream *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->shared == b->shared &&
 	       a->writable == b->writable && a->how == b->how &&
-	       a->precached_known == b->precached_known &&
+	       a->precached_known == b->precached_known && a->unadvised == b->unadvised &&
 	       a->start - a->file_off == b->start - b->file_off;
 }
 
@@ -202,7 +204,9 @@ static int merge_into(struct msq_region *r, const struct msq_region *old)
 	    (rc = msq_extents_add_all(&s->cursors, &o->cursors)) < 0 ||
 	    (rc = msq_extents_add_all(&s->written, &o->written)) < 0)
 		return rc;
-	if (o->start < s->start) {
+	if (o->start <= s->start) {
+		/* (read with no advice: the part read front to back is old's) */
+		s->rt = o->rt;
 		s->file_off -= s->start - o->start;
 		s->start = o->start;
 	}

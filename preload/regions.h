@@ -28,7 +28,8 @@ struct msq_region {
 
 /* Any thread, no lock.  True if [start, end) overlaps a tracked range. */
 bool msq_regions_overlap(uint64_t start, uint64_t end);
-/* Any thread, no lock.  True if one tracked range holds all of [start, end). */
+/* Any thread, no lock.  True if one tracked range advised MADV_SEQUENTIAL
+ * holds all of [start, end). */
 bool msq_regions_contain(uint64_t start, uint64_t end);
 /* Any thread, no lock.  True if anything is tracked (one atomic load):
  * inline, since every munmap of the program asks. */

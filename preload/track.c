@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,8 +16,10 @@
 #include "../common/fault.h"
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
+#include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine_thread.h"
+#include "fdstream.h"
 #include "log.h"
 #include "regions.h"
 #include "settings.h"
@@ -143,6 +146,50 @@ void msq_track_sequential(uint64_t start, uint64_t end)
 				  msq_drop_how_name(how), known ? "cached before: " : "",
 				  known ? pre : "cannot tell what was cached before (file not writable)");
 	}
+	msq_ethread_start();
+	msq_track_unlock();
+}
+
+void msq_track_mapped(uint64_t start, uint64_t len, int fd, uint64_t off, bool shared)
+{
+	uint64_t end = (start + len + 4095) & ~(uint64_t)4095;
+	struct msq_region *r;
+	struct stat st;
+	char self[40], pre[32];
+	bool may_write;
+
+	if (msq_fds_mode != MSQ_READ_ALL || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	/* Only where MADV_PAGEOUT works and mincore tells what was cached
+	 * before: without that snapshot, nothing says whose pages these are. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	may_write = st.st_uid == geteuid() || (msq_sys_fcntl(fd, F_GETFL, 0) & O_ACCMODE) != O_RDONLY ||
+		    faccessat(AT_FDCWD, self, W_OK, AT_EACCESS) == 0;
+	if (!may_write)
+		return;
+	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
+		return;
+	if (msq_stream_init(&r->s, start, end, off, st.st_dev, st.st_ino, NULL, shared, false,
+			    msq_cfg.policy.mode, true) < 0) {
+		free(r);
+		return;
+	}
+	r->s.unadvised = true;
+	if (snapshot(&r->s) < 0) {
+		msq_stream_free(&r->s);
+		free(r);
+		return;
+	}
+	msq_format_size(msq_extents_total(&r->s.precached), pre, sizeof(pre));
+	msq_track_lock();
+	if (msq_regions_insert(r) < 0) {
+		msq_track_unlock();
+		msq_stream_free(&r->s);
+		free(r);
+		return;
+	}
+	msq_debug("tracking %#" PRIx64 "-%#" PRIx64 " (mapped with no advice: dropped once read "
+		  "front to back): cached before: %s", start, end, pre);
 	msq_ethread_start();
 	msq_track_unlock();
 }

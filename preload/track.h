@@ -16,6 +16,14 @@
 /* [start, end) was advised MADV_SEQUENTIAL: track its file-backed parts. */
 void msq_track_sequential(uint64_t start, uint64_t end) MSQ_HIDDEN;
 
+/* The program mapped [start, start + len) of fd at off, read-only, with
+ * no advice yet: in read mode "all", track it as a mapping that may be read
+ * through (msq_plan_read_through). */
+void msq_track_mapped(uint64_t start, uint64_t len, int fd, uint64_t off, bool shared) MSQ_HIDDEN;
+/* The smallest mapping msq_track_mapped takes: below, the drop's 2 MiB
+ * granularity would hold most of it anyway. */
+#define MSQ_TRACK_MAPPED_MIN (UINT64_C(1) << 20)
+
 void msq_track_lock(void) MSQ_HIDDEN;
 void msq_track_unlock(void) MSQ_HIDDEN;
 /* Not locked: [start, end) is going away (munmap, MAP_FIXED; flush: drop

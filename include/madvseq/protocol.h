@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define MSQ_PROTO_MAGIC UINT32_C(0x3151534d) /* "MSQ1" */
-#define MSQ_PROTO_VERSION 3
+#define MSQ_PROTO_VERSION 4
 #define MSQ_DEFAULT_SOCKET "/run/madvseq/madvseqd.sock"
 /* Largest message either side sends (a text reply chunk). */
 #define MSQ_MSG_MAX 65536
@@ -89,6 +89,11 @@ struct msq_msg_welcome {
 #define MSQ_REGION_SHARED 1u   /* MAP_SHARED */
 #define MSQ_REGION_WRITABLE 2u /* PROT_WRITE */
 #define MSQ_REGION_SNAPSHOT 4u /* precached[] is the client's snapshot */
+/* Mapped with no advice, read-only (the client's read mode "all"): only
+ * what its reader reads front to back is a stream (msq_plan_read_through
+ * in common/plan.h).  It drops nothing a final UNREGISTER of the same
+ * range would not. */
+#define MSQ_REGION_UNADVISED 8u
 #define MSQ_REGISTER_MAX_PRECACHED 256
 struct msq_wire_range {
 	uint64_t start, end; /* [start, end) */

@@ -102,6 +102,85 @@ int main(void)
 	CHECK_EQ(drop.v[0].start, BASE + 30 * M);
 	CHECK_EQ(drop.v[0].end, BASE + 39 * M);
 
+	/* A mapping read with no advice (msq_plan_read_through). */
+	{
+		struct msq_plan_in u = { .present = &present, .start = BASE, .end = BASE + 64 * M,
+					 .file_off = 0, .lag = 16 * M, .keep = &keep };
+		struct msq_through t = { 0 };
+
+		msq_extents_clear(&keep);
+		/* At random: runs that do not begin at the start are no stream,
+		 * whatever their length, and stay at a flush too. */
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE + 4 * M, BASE + 40 * M);
+		msq_extents_add(&present, BASE + 50 * M, BASE + 51 * M);
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK_EQ(drop.n, 0);
+		CHECK_EQ(t.through, BASE);
+		u.flush = true;
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK_EQ(drop.n, 0);
+		u.flush = false;
+
+		/* Front to back, 30 MiB in: a lag behind it goes, as for a run. */
+		t = (struct msq_through){ 0 };
+		msq_extents_free(&present);
+		present = run(BASE, BASE + 30 * M);
+		msq_extents_add(&present, BASE + 63 * M, BASE + 64 * M); /* an index at the end */
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK_EQ(t.through, BASE + 30 * M);
+		CHECK(!t.idle);
+		CHECK_EQ(drop.n, 1);
+		CHECK_EQ(drop.v[0].start, BASE);
+		CHECK_EQ(drop.v[0].end, BASE + 14 * M);
+
+		/* The part goes on past what was dropped; still not through. */
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE + 14 * M, BASE + 40 * M);
+		msq_extents_add(&present, BASE + 63 * M, BASE + 64 * M);
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK_EQ(t.through, BASE + 40 * M);
+		CHECK_EQ(drop.v[0].end, BASE + 24 * M);
+
+		/* Read through (three quarters): kept a lag while it moves... */
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE + 24 * M, BASE + 49 * M);
+		msq_extents_add(&present, BASE + 63 * M, BASE + 64 * M);
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK(msq_read_through(u.start, u.end, t.through));
+		CHECK_EQ(drop.n, 1);
+		CHECK_EQ(drop.v[0].end, BASE + 34 * M);
+		/* ...and all of it (less what was cached before) once a look
+		 * finds nothing new. */
+		msq_extents_clear(&drop);
+		msq_extents_add(&keep, BASE + 40 * M, BASE + 42 * M);
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK(t.idle);
+		CHECK_EQ(drop.n, 3);
+		CHECK_EQ(drop.v[0].start, BASE + 24 * M);
+		CHECK_EQ(drop.v[0].end, BASE + 40 * M);
+		CHECK_EQ(drop.v[1].start, BASE + 42 * M);
+		CHECK_EQ(drop.v[1].end, BASE + 50 * M);
+		CHECK_EQ(drop.v[2].start, BASE + 62 * M);
+		CHECK_EQ(drop.v[2].end, BASE + 64 * M);
+		msq_extents_clear(&keep);
+
+		/* A reader gone halfway (flush): what it read front to back. */
+		t = (struct msq_through){ 0 };
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE, BASE + 10 * M + 4096);
+		msq_extents_add(&present, BASE + 30 * M, BASE + 31 * M);
+		u.flush = true;
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK_EQ(drop.n, 1);
+		CHECK_EQ(drop.v[0].start, BASE);
+		CHECK_EQ(drop.v[0].end, BASE + 12 * M);
+	}
+
 	msq_extents_free(&present);
 	msq_extents_free(&drop);
 	msq_extents_free(&keep);

@@ -53,6 +53,8 @@ int main(void)
 	CHECK_EQ(reg(UINT64_C(1) << 57, P, 0, 0, 0), -EINVAL);
 	CHECK_EQ(reg(A, 16 * P, UINT64_MAX - P + 1, 0, 0), -EINVAL);
 	CHECK_EQ(reg(A, 16 * P, 0, 0x80, 0), -EBADMSG);
+	CHECK_EQ(reg(A, 16 * P, 0, MSQ_REGION_SHARED | MSQ_REGION_UNADVISED, 0), 0);
+	CHECK_EQ(reg(A, 16 * P, 0, MSQ_REGION_UNADVISED << 1, 0), -EBADMSG);
 	/* Its snapshot: whole pages, sorted, apart, inside. */
 	CHECK_EQ(reg(A, 16 * P, 0, 0, 2, A, A + P, A + 2 * P, A + 4 * P), 0);
 	CHECK_EQ(reg(A, 16 * P, 0, 0, 2, A, A + P, A + P, A + 4 * P), 0); /* touching */
