@@ -750,8 +750,8 @@ def stream_argv(h, a, V, kind, variant, tag, out):
         if not a.daemon or not os.path.exists(a.daemon):
             return None, None, "madvseqd not built"
         if not st.mmap:
-            return None, None, "this row is for MADV_SEQUENTIAL mappings (what discovery finds in " \
-                "a program's maps); %s %s" % (st.what, "maps its files with no advice, which the " \
+            return None, None, "discovery finds MADV_SEQUENTIAL mappings (in a program's maps); " \
+                "%s %s" % (st.what, "maps its files with no advice, which the " \
                 "daemon follows through the library only" if kind == "scan" else "uses read()")
         return st.argv(out), dict(os.environ), None
     return h.wrap(variant, st.argv(out), None, tag)
