@@ -1188,6 +1188,8 @@ def main():
     g.add_argument("--port", type=int, default=5400 + os.getpid() % 1000,
                    help="port number (names the unix socket; no TCP)")
     a = ap.parse_args()
+    if a.cpu_runs < 1:
+        ap.error("--cpu-runs must be at least 1 (the CPU target is judged on the stream run alone)")
     q = a.quick
     if q and a.limit == GiB:
         a.limit = 512 * MiB
