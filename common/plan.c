@@ -70,11 +70,24 @@ bool msq_read_through(uint64_t start, uint64_t end, uint64_t through)
 	return through > start && through - start >= (end - start) / 4 * 3;
 }
 
+uint64_t msq_read_through_limit(uint64_t start, uint64_t end, uint64_t file_off,
+				uint64_t through)
+{
+	uint64_t limit;
+
+	if (through <= start || through > end)
+		return start;
+	if (msq_read_through(start, end, through))
+		return end;
+	limit = msq_chunk_floor(through + MSQ_CHUNK - 1, start, file_off);
+	return limit < end ? limit : end;
+}
+
 int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 			  struct msq_extents *drop)
 {
 	const struct msq_extents *p = in->present;
-	uint64_t before, limit;
+	uint64_t before, limit, present = msq_extents_total(p);
 
 	if (t->through < in->start || t->through > in->end)
 		t->through = in->start;
@@ -85,15 +98,13 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 	for (size_t i = 0; i < p->n; i++)
 		if (p->v[i].start <= t->through && p->v[i].end > t->through)
 			t->through = p->v[i].end;
-	t->idle = t->through == before && msq_extents_total(p) == t->seen;
-	t->seen = msq_extents_total(p);
-	if (msq_read_through(in->start, in->end, t->through) && (t->idle || in->flush))
+	t->idle = t->through == before && present == t->seen;
+	t->seen = present;
+	if (in->flush)
+		/* The reader is gone: what it read through. */
+		limit = msq_read_through_limit(in->start, in->end, in->file_off, t->through);
+	else if (t->idle && msq_read_through(in->start, in->end, t->through))
 		limit = in->end;
-	else if (in->flush)
-		/* The reader is gone, before the end: what it read through. */
-		limit = t->through > in->start ?
-				msq_chunk_floor(t->through + MSQ_CHUNK - 1, in->start, in->file_off) :
-				in->start;
 	else if (t->through - in->start > in->lag)
 		limit = msq_chunk_floor(t->through - in->lag + MSQ_CHUNK - 1, in->start,
 					in->file_off);

@@ -59,6 +59,12 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 /* Whether [start, end) was read through, by msq_plan_read_through's rule. */
 bool msq_read_through(uint64_t start, uint64_t end, uint64_t through);
 
+/* Where what a reader gone for good may lose ends: the region's end if it
+ * was read through, else the chunk boundary at or after `through' (start:
+ * nothing was read front to back). */
+uint64_t msq_read_through_limit(uint64_t start, uint64_t end, uint64_t file_off,
+				uint64_t through);
+
 /* Rounds addr down to a chunk boundary of a region mapping file_off at start. */
 uint64_t msq_chunk_floor(uint64_t addr, uint64_t start, uint64_t file_off);
 

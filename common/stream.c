@@ -125,7 +125,7 @@ static int copy_shifted(struct msq_stream *dst, const struct msq_stream *src, ui
 	n.full_scan_ns = 0;
 	/* The part read front to back, as far as it lies inside the piece;
 	 * a piece that begins past it has no such part yet. */
-	n.rt.through = src->rt.through > start && src->start >= start ?
+	n.rt.through = start == src->start && src->rt.through > start ?
 			       (src->rt.through < end ? src->rt.through : end) + (uint64_t)delta :
 			       n.start;
 	n.rt.seen = 0;
@@ -523,17 +523,13 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 		     s->how == MSQ_DROP_UNMAP_FADVISE ? MADV_DONTNEED : MADV_PAGEOUT;
 	uint64_t a = s->start;
 	int fd = -1, rc = 0;
-	uint64_t end = s->end;
+	/* A mapping read with no advice: only what was read front to back. */
+	uint64_t end = s->unadvised ? msq_read_through_limit(s->start, s->end, s->file_off,
+							      s->rt.through)
+				    : s->end;
 
 	if (s->how == MSQ_DROP_NONE)
 		return 0;
-	/* A mapping read with no advice: only what was read front to back. */
-	if (s->unadvised && !msq_read_through(s->start, s->end, s->rt.through))
-		end = s->rt.through > s->start ?
-			      msq_chunk_floor(s->rt.through + MSQ_CHUNK - 1, s->start, s->file_off) :
-			      s->start;
-	if (end > s->end)
-		end = s->end;
 	if (s->how == MSQ_DROP_UNMAP_FADVISE && (fd = open_mapped_file(s)) < 0)
 		return fd;
 	for (size_t i = 0; i <= s->precached.n && a < end; i++) {

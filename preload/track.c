@@ -16,7 +16,6 @@
 #include "../common/fault.h"
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
-#include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine_thread.h"
 #include "fdstream.h"
@@ -68,6 +67,14 @@ static int snapshot(struct msq_stream *s)
 	return rc;
 }
 
+/* Whether MADV_PAGEOUT acts on the file and mincore tells the truth about
+ * it: the kernel asks for its owner or the right to write it (path names
+ * the file st describes). */
+static bool may_write(const struct stat *st, const char *path)
+{
+	return st->st_uid == geteuid() || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+}
+
 static int on_vma(const struct msq_vma *v, void *arg)
 {
 	struct collect *c = arg;
@@ -75,7 +82,7 @@ static int on_vma(const struct msq_vma *v, void *arg)
 	uint64_t end = v->end < c->hi ? v->end : c->hi;
 	struct msq_region *r;
 	struct stat st;
-	bool same, may_write;
+	bool same, writes;
 
 	if (!v->ino || v->path[0] != '/')
 		return 0; /* anonymous or special: no page cache to manage */
@@ -83,12 +90,12 @@ static int on_vma(const struct msq_vma *v, void *arg)
 		return 1;
 	/* Is the path still the file we map (not deleted or replaced)? */
 	same = stat(v->path, &st) == 0 && st.st_ino == v->ino && st.st_dev == v->dev;
-	may_write = same && (st.st_uid == geteuid() || faccessat(AT_FDCWD, v->path, W_OK, AT_EACCESS) == 0);
+	writes = same && may_write(&st, v->path);
 	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
 		return 0;
 	if (msq_stream_init(&r->s, start, end, v->off + (start - v->start), v->dev, v->ino,
 			    same ? v->path : NULL, v->shared, v->write, msq_cfg.policy.mode,
-			    may_write) < 0) {
+			    writes) < 0) {
 		free(r);
 		return 0;
 	}
@@ -99,7 +106,7 @@ static int on_vma(const struct msq_vma *v, void *arg)
 		 * page-cache files itself, exactly: leave those to it. */
 		r->kernel = statfs(v->path, &sf) == 0 && msq_kernel_dropbehind_covers_fs((long)sf.f_type);
 	}
-	if (may_write && !r->kernel)
+	if (writes && !r->kernel)
 		snapshot(&r->s);
 	c->r[c->n++] = r;
 	return 0;
@@ -156,16 +163,15 @@ void msq_track_mapped(uint64_t start, uint64_t len, int fd, uint64_t off, bool s
 	struct msq_region *r;
 	struct stat st;
 	char self[40], pre[32];
-	bool may_write;
 
 	if (msq_fds_mode != MSQ_READ_ALL || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
 	/* Only where MADV_PAGEOUT works and mincore tells what was cached
-	 * before: without that snapshot, nothing says whose pages these are. */
+	 * before: without that snapshot, nothing says whose pages these are.
+	 * (The kernel asks for the right to write the file, whatever the
+	 * descriptor was opened for.) */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	may_write = st.st_uid == geteuid() || (msq_sys_fcntl(fd, F_GETFL, 0) & O_ACCMODE) != O_RDONLY ||
-		    faccessat(AT_FDCWD, self, W_OK, AT_EACCESS) == 0;
-	if (!may_write)
+	if (!may_write(&st, self))
 		return;
 	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
 		return;
