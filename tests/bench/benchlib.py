@@ -86,6 +86,8 @@ def add_common_args(ap, limit, quick_help):
                     help="run each stream of the CPU measurement --cpu-runs times more under perf "
                          "record -a -g and print where the machine's busy CPU went (reclaim, "
                          "copying data)")
+    ap.add_argument("--daemon-debug", action="store_true",
+                    help="run madvseqd with -l debug (its log in --log-dir)")
     ap.add_argument("--cpu-runs", type=int, default=3,
                     help="runs of the stream without its victim, each from cold files, whose CPU "
                          "is summed (3)")
@@ -122,7 +124,7 @@ def finish_args(a):
     if a.pin and len(cpus) >= 2:
         a.victim_cpus, a.stream_cpus = {cpus[0]}, set(cpus[1:])
     # What interference.start_daemon reads.
-    a.mode, a.lag, a.discover_interval, a.daemon_debug = "pageout", None, "500ms", False
+    a.mode, a.lag, a.discover_interval = "pageout", None, "500ms"
     if os.geteuid() != 0:
         raise SystemExit("needs root: memory cgroups, page-cache eviction")
     if a.perf and not shutil.which("perf"):
