@@ -99,7 +99,6 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 		if (p->v[i].start <= t->through && p->v[i].end > t->through)
 			t->through = p->v[i].end;
 	t->idle = t->through == before && present == t->seen;
-	t->seen = present;
 	if (in->flush)
 		/* The reader is gone: what it read through. */
 		limit = msq_read_through_limit(in->start, in->end, in->file_off, t->through);
@@ -117,5 +116,13 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 		if (add_clipped(in, drop, lo, hi < limit ? hi : limit) < 0)
 			return -ENOMEM;
 	}
-	return remove_keep(in, drop);
+	if (remove_keep(in, drop) < 0)
+		return -ENOMEM;
+	/* What the next look should find if the reader adds nothing: the
+	 * present pages less the planned drop (pages the drop leaves after
+	 * all, strong references, are news once, and looked at again). */
+	for (size_t i = 0; i < drop->n; i++)
+		present -= msq_extents_covered(p, drop->v[i].start, drop->v[i].end);
+	t->seen = present;
+	return 0;
 }

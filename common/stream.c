@@ -129,7 +129,7 @@ static int copy_shifted(struct msq_stream *dst, const struct msq_stream *src, ui
 			       (src->rt.through < end ? src->rt.through : end) + (uint64_t)delta :
 			       n.start;
 	n.rt.seen = 0;
-	n.idle_looks = 0;
+	n.news_ns = 0;
 	n.next_look_ns = 0;
 	memset(&n.st, 0, sizeof(n.st));
 	*dst = n;
@@ -443,16 +443,19 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 /* When to look at a mapping read with no advice again (struct msq_stream). */
 static void pace_unadvised(struct msq_stream *s, uint64_t now_ns)
 {
+	uint64_t quiet;
 	bool fresh;
 
 	if (!s->first_look_ns)
 		s->first_look_ns = now_ns;
 	fresh = !s->ever_read && now_ns - s->first_look_ns < MSQ_FRESH_NS;
 	s->ever_read |= s->rt.seen > 0;
-	s->idle_looks = s->rt.idle ? (s->idle_looks < 5 ? s->idle_looks + 1 : 5) : 0;
+	if (!s->rt.idle || !s->news_ns)
+		s->news_ns = now_ns;
+	quiet = now_ns - s->news_ns;
 	s->next_look_ns = 0;
-	if (s->idle_looks && !fresh)
-		s->next_look_ns = now_ns + (MSQ_IDLE_LOOK_NS << (s->idle_looks - 1));
+	if (!fresh && quiet >= MSQ_IDLE_LOOK_NS)
+		s->next_look_ns = now_ns + (quiet < MSQ_IDLE_LOOK_NS << 4 ? quiet : MSQ_IDLE_LOOK_NS << 4);
 }
 
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush)

@@ -55,15 +55,18 @@ struct msq_stream {
 	struct msq_extents written;    /* paged out while dirty: awaiting writeback */
 	/* Read with no advice (libmadvseq's read mode "all"): planned by
 	 * msq_plan_read_through.  A program maps hundreds of table files and
-	 * reads one or two at a time, most often at once: such a mapping is
-	 * looked at every cycle while anything moves in it, and until it is
-	 * first read for MSQ_FRESH_NS after its first look; else from
-	 * MSQ_IDLE_LOOK_NS apart up to 16 times that (next_look_ns). */
+	 * reads a few at a time, each at once: such a mapping is looked at
+	 * every cycle until MSQ_IDLE_LOOK_NS have passed with nothing new in
+	 * it, and until it is first read for MSQ_FRESH_NS after its first
+	 * look; then as far apart as it has been quiet, up to 16 times
+	 * MSQ_IDLE_LOOK_NS (next_look_ns).  Quiet time, not a count of quiet
+	 * looks: a table reader that pauses for one cycle (it went on with
+	 * another table for a millisecond) is not left for 100 ms, in which
+	 * it reads the whole table. */
 	bool unadvised;
 	bool ever_read; /* unadvised: a look found pages present */
 	struct msq_through rt;
-	unsigned idle_looks;
-	uint64_t first_look_ns, next_look_ns;
+	uint64_t first_look_ns, news_ns, next_look_ns; /* news: the last look that found something new */
 	uint64_t sweep;                /* next address of the discovery sweep */
 	uint64_t full_scan_ns;         /* when the whole range was last read */
 	struct msq_stream_stats st;

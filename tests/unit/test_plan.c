@@ -154,13 +154,20 @@ int main(void)
 		CHECK_EQ(drop.n, 1);
 		CHECK_EQ(drop.v[0].end, BASE + 34 * M);
 		/* ...and all of it (less what was cached before) once a look
-		 * finds nothing new. */
+		 * finds nothing new: what was there, less that drop.  A look
+		 * that finds the drop undone (kept, or read again) is news. */
 		msq_extents_clear(&drop);
 		msq_extents_add(&keep, BASE + 40 * M, BASE + 42 * M);
 		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
+		CHECK(!t.idle);
+		msq_extents_free(&present);
+		msq_extents_clear(&drop);
+		present = run(BASE + 34 * M, BASE + 49 * M);
+		msq_extents_add(&present, BASE + 63 * M, BASE + 64 * M);
+		CHECK(msq_plan_read_through(&u, &t, &drop) == 0);
 		CHECK(t.idle);
 		CHECK_EQ(drop.n, 3);
-		CHECK_EQ(drop.v[0].start, BASE + 24 * M);
+		CHECK_EQ(drop.v[0].start, BASE + 34 * M);
 		CHECK_EQ(drop.v[0].end, BASE + 40 * M);
 		CHECK_EQ(drop.v[1].start, BASE + 42 * M);
 		CHECK_EQ(drop.v[1].end, BASE + 50 * M);

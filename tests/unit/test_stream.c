@@ -58,7 +58,7 @@ struct sparse_stream {
 
 #define SPARSE_SIZE (256 * M)
 
-static void sparse_stream_open(struct sparse_stream *t)
+static void sparse_stream_open(struct sparse_stream *t, bool advised)
 {
 	snprintf(t->path, sizeof(t->path), "stream-test-XXXXXX");
 	t->fd = mkstemp(t->path);
@@ -66,10 +66,11 @@ static void sparse_stream_open(struct sparse_stream *t)
 	CHECK(ftruncate(t->fd, (off_t)SPARSE_SIZE) == 0);
 	t->p = mmap(NULL, SPARSE_SIZE, PROT_READ, MAP_SHARED, t->fd, 0);
 	CHECK(t->p != MAP_FAILED);
-	CHECK(madvise(t->p, SPARSE_SIZE, MADV_SEQUENTIAL) == 0);
+	CHECK(!advised || madvise(t->p, SPARSE_SIZE, MADV_SEQUENTIAL) == 0);
 	CHECK(msq_stream_init(&t->s, (uintptr_t)t->p, (uintptr_t)t->p + SPARSE_SIZE, 0, 0, 0, t->path,
 			      true, false, MSQ_MODE_PAGEOUT, true) == 0);
 	t->s.precached_known = true;
+	t->s.unadvised = !advised;
 }
 
 static void sparse_stream_close(struct sparse_stream *t)
@@ -91,7 +92,7 @@ static void first_reader_seen_at_once(struct msq_engine *e)
 	unsigned char *p;
 	int fd;
 
-	sparse_stream_open(&t);
+	sparse_stream_open(&t, true);
 	p = t.p;
 	fd = t.fd;
 	if (!e->pm.scan) {
@@ -119,7 +120,7 @@ static void backlog_before_the_window(struct msq_engine *e)
 	unsigned char *p;
 	int fd;
 
-	sparse_stream_open(&t);
+	sparse_stream_open(&t, true);
 	p = t.p;
 	fd = t.fd;
 	if (!e->pm.scan) {
@@ -141,6 +142,50 @@ static void backlog_before_the_window(struct msq_engine *e)
 		CHECK(cached(fd, 84 * M, 16 * M) >= 14 * M); /* the lag stays */
 	}
 	e->lag = lag;
+	sparse_stream_close(&t);
+}
+
+/* A mapping read with no advice whose reader pauses for a cycle (a table
+ * scan went on with another table for a millisecond) is looked at again
+ * at the next cycle: left for 100 ms, a gigabyte-a-second reader reads
+ * whole tables in the meantime, and they stay cached until then.  Only
+ * once quiet for MSQ_IDLE_LOOK_NS are its looks spaced, as far apart as
+ * it has been quiet. */
+static void unadvised_reader_pauses(struct msq_engine *e)
+{
+	const uint64_t ms = 1000 * 1000, lag = e->lag;
+	struct sparse_stream t;
+	struct msq_stream *s = &t.s;
+	uint64_t looks;
+
+	sparse_stream_open(&t, false);
+	touch(t.p, 0, 8 * M);
+	CHECK_EQ(msq_stream_cycle(e, s, 1 * ms, false), 0); /* within the lag */
+	CHECK_EQ(s->rt.through - s->start, 8 * M);
+	CHECK_EQ(msq_stream_cycle(e, s, 2 * ms, false), 0);
+	CHECK(s->rt.idle);
+	CHECK_EQ(s->next_look_ns, 0); /* quiet for 1 ms only */
+	/* It reads the rest: the next cycle sees it, and the one after,
+	 * finding nothing new in a mapping read through, drops it all. */
+	touch(t.p, 8 * M, SPARSE_SIZE);
+	CHECK(msq_stream_cycle(e, s, 3 * ms, false) > 0);
+	CHECK_EQ(s->rt.through, s->end);
+	CHECK(cached(t.fd, 0, SPARSE_SIZE - lag) == 0);
+	CHECK(msq_stream_cycle(e, s, 4 * ms, false) > 0);
+	CHECK_EQ(cached(t.fd, 0, SPARSE_SIZE), 0);
+	/* Quiet since the look at 3 ms: looked at every cycle for
+	 * MSQ_IDLE_LOOK_NS... */
+	CHECK_EQ(msq_stream_cycle(e, s, 5 * ms, false), 0);
+	CHECK(s->rt.idle && s->next_look_ns == 0);
+	/* ...then as far apart as it has been quiet. */
+	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + MSQ_IDLE_LOOK_NS, false), 0);
+	CHECK_EQ(s->next_look_ns, 3 * ms + 2 * MSQ_IDLE_LOOK_NS);
+	looks = s->st.cycles;
+	CHECK_EQ(msq_stream_cycle(e, s, 4 * ms + MSQ_IDLE_LOOK_NS, false), 0);
+	CHECK_EQ(s->st.cycles, looks); /* not looked at */
+	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + 2 * MSQ_IDLE_LOOK_NS, false), 0);
+	CHECK_EQ(s->st.cycles, looks + 1);
+	CHECK_EQ(s->next_look_ns, 3 * ms + 4 * MSQ_IDLE_LOOK_NS);
 	sparse_stream_close(&t);
 }
 
@@ -262,6 +307,7 @@ int main(void)
 		}
 	first_reader_seen_at_once(&e);
 	backlog_before_the_window(&e);
+	unadvised_reader_pauses(&e);
 	msq_stream_free(&s);
 	msq_pagemap_close(&e.pm);
 	msq_engine_free(&e);
