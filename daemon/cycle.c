@@ -243,11 +243,11 @@ uint64_t msqd_cycle(struct msqd *d)
 			if (c->r[i]->snapping)
 				continue; /* what was cached before is not known yet */
 			rc = cycle_region(d, c, s, false);
-			/* (A mapping read with no advice is dropped at a look
-			 * that finds its reader gone, which makes no fault any
-			 * more; its idle looks are spaced by the engine.) */
-			if (s->st.dropped != before || rc < 0 ||
-			    (s->unadvised && (!s->rt.idle || s->next_look_ns)))
+			/* (A mapping read with no advice is dropped at the look
+			 * after one that found news, which may find its reader
+			 * gone and making no fault any more.  A quiet one needs
+			 * no visit: a reader back in it makes faults.) */
+			if (s->st.dropped != before || rc < 0 || (s->unadvised && !s->rt.idle))
 				c->busy = true;
 			total += s->st.dropped - before;
 			now_at = msq_stream_progress(s);
