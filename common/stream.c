@@ -454,8 +454,8 @@ static void pace_unadvised(struct msq_stream *s, uint64_t now_ns)
 		s->news_ns = now_ns;
 	quiet = now_ns - s->news_ns;
 	s->next_look_ns = 0;
-	if (!fresh && quiet >= MSQ_IDLE_LOOK_NS)
-		s->next_look_ns = now_ns + (quiet < MSQ_IDLE_LOOK_NS << 4 ? quiet : MSQ_IDLE_LOOK_NS << 4);
+	if (!fresh && quiet >= MSQ_QUIET_NS)
+		s->next_look_ns = now_ns + (quiet < MSQ_QUIET_LOOK_MAX_NS ? quiet : MSQ_QUIET_LOOK_MAX_NS);
 }
 
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush)

@@ -56,13 +56,16 @@ struct msq_stream {
 	/* Read with no advice (libmadvseq's read mode "all"): planned by
 	 * msq_plan_read_through.  A program maps hundreds of table files and
 	 * reads a few at a time, each at once: such a mapping is looked at
-	 * every cycle until MSQ_IDLE_LOOK_NS have passed with nothing new in
-	 * it, and until it is first read for MSQ_FRESH_NS after its first
-	 * look; then as far apart as it has been quiet, up to 16 times
-	 * MSQ_IDLE_LOOK_NS (next_look_ns).  Quiet time, not a count of quiet
-	 * looks: a table reader that pauses for one cycle (it went on with
-	 * another table for a millisecond) is not left for 100 ms, in which
-	 * it reads the whole table. */
+	 * every cycle until it has been quiet (nothing new in it) for
+	 * MSQ_QUIET_NS, and until it is first read for MSQ_FRESH_NS after its
+	 * first look; then as far apart as it has been quiet, up to
+	 * MSQ_QUIET_LOOK_MAX_NS (next_look_ns).  A reader that comes back is
+	 * so seen within as long as it was away: a table reader away for a
+	 * millisecond (on another table) is not left for 100 ms, in which it
+	 * reads the whole table; and the tables it is done with are not read
+	 * every cycle (a look costs a pagemap walk or a mincore() of the
+	 * mapping: at a cycle a millisecond, 100 ms of such looks per table
+	 * cost a scan 0.2 CPU-s per GB). */
 	bool unadvised;
 	bool ever_read; /* unadvised: a look found pages present */
 	struct msq_through rt;
@@ -72,7 +75,8 @@ struct msq_stream {
 	struct msq_stream_stats st;
 };
 
-#define MSQ_IDLE_LOOK_NS (UINT64_C(100) * 1000 * 1000)
+#define MSQ_QUIET_NS (UINT64_C(10) * 1000 * 1000)
+#define MSQ_QUIET_LOOK_MAX_NS (UINT64_C(1600) * 1000 * 1000)
 #define MSQ_FRESH_NS (UINT64_C(1000) * 1000 * 1000)
 
 /* Per-thread engine context and scratch sets. */

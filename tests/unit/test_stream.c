@@ -149,8 +149,8 @@ static void backlog_before_the_window(struct msq_engine *e)
  * scan went on with another table for a millisecond) is looked at again
  * at the next cycle: left for 100 ms, a gigabyte-a-second reader reads
  * whole tables in the meantime, and they stay cached until then.  Only
- * once quiet for MSQ_IDLE_LOOK_NS are its looks spaced, as far apart as
- * it has been quiet. */
+ * once quiet for MSQ_QUIET_NS are its looks spaced, as far apart as it
+ * has been quiet. */
 static void unadvised_reader_pauses(struct msq_engine *e)
 {
 	const uint64_t ms = 1000 * 1000, lag = e->lag;
@@ -174,18 +174,21 @@ static void unadvised_reader_pauses(struct msq_engine *e)
 	CHECK(msq_stream_cycle(e, s, 4 * ms, false) > 0);
 	CHECK_EQ(cached(t.fd, 0, SPARSE_SIZE), 0);
 	/* Quiet since the look at 3 ms: looked at every cycle for
-	 * MSQ_IDLE_LOOK_NS... */
+	 * MSQ_QUIET_NS... */
 	CHECK_EQ(msq_stream_cycle(e, s, 5 * ms, false), 0);
 	CHECK(s->rt.idle && s->next_look_ns == 0);
 	/* ...then as far apart as it has been quiet. */
-	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + MSQ_IDLE_LOOK_NS, false), 0);
-	CHECK_EQ(s->next_look_ns, 3 * ms + 2 * MSQ_IDLE_LOOK_NS);
+	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + MSQ_QUIET_NS, false), 0);
+	CHECK_EQ(s->next_look_ns, 3 * ms + 2 * MSQ_QUIET_NS);
 	looks = s->st.cycles;
-	CHECK_EQ(msq_stream_cycle(e, s, 4 * ms + MSQ_IDLE_LOOK_NS, false), 0);
+	CHECK_EQ(msq_stream_cycle(e, s, 4 * ms + MSQ_QUIET_NS, false), 0);
 	CHECK_EQ(s->st.cycles, looks); /* not looked at */
-	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + 2 * MSQ_IDLE_LOOK_NS, false), 0);
+	CHECK_EQ(msq_stream_cycle(e, s, 3 * ms + 2 * MSQ_QUIET_NS, false), 0);
 	CHECK_EQ(s->st.cycles, looks + 1);
-	CHECK_EQ(s->next_look_ns, 3 * ms + 4 * MSQ_IDLE_LOOK_NS);
+	CHECK_EQ(s->next_look_ns, 3 * ms + 4 * MSQ_QUIET_NS);
+	/* (at most MSQ_QUIET_LOOK_MAX_NS apart) */
+	CHECK_EQ(msq_stream_cycle(e, s, 10000 * ms, false), 0);
+	CHECK_EQ(s->next_look_ns, 10000 * ms + MSQ_QUIET_LOOK_MAX_NS);
 	sparse_stream_close(&t);
 }
 
