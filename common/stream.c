@@ -441,7 +441,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 }
 
 /* When to look at a mapping read with no advice again (struct msq_stream). */
-static void pace_unadvised(struct msq_stream *s, uint64_t now_ns)
+static void pace_unadvised(struct msq_stream *s, uint64_t now_ns, bool found)
 {
 	uint64_t quiet;
 	bool fresh;
@@ -449,7 +449,7 @@ static void pace_unadvised(struct msq_stream *s, uint64_t now_ns)
 	if (!s->first_look_ns)
 		s->first_look_ns = now_ns;
 	fresh = !s->ever_read && now_ns - s->first_look_ns < MSQ_FRESH_NS;
-	s->ever_read |= s->rt.seen > 0;
+	s->ever_read |= found;
 	if (!s->rt.idle || !s->news_ns)
 		s->news_ns = now_ns;
 	quiet = now_ns - s->news_ns;
@@ -494,7 +494,7 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 				 msq_plan(&in, &e->drop)) < 0)
 		goto fail;
 	if (s->unadvised)
-		pace_unadvised(s, now_ns);
+		pace_unadvised(s, now_ns, e->present.n != 0);
 	for (size_t i = 0; i < s->kept.n; i++)
 		if ((rc = msq_extents_remove(&e->drop, s->kept.v[i].start, s->kept.v[i].end)) < 0)
 			goto fail;
