@@ -98,7 +98,13 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 	for (size_t i = 0; i < p->n; i++)
 		if (p->v[i].start <= t->through && p->v[i].end > t->through)
 			t->through = p->v[i].end;
-	t->idle = t->through == before && present == t->seen;
+	/* Nothing new: the part did not grow and no page appeared (pages
+	 * may have gone: the last look's drop, reclaim).  Not "what the
+	 * last look left": pages a drop could not take yet (still on
+	 * another CPU's way to the LRU, under I/O) would make every look
+	 * news, and the last chunks of a file read through would stay. */
+	t->idle = t->through == before && present <= t->seen;
+	t->seen = present;
 	if (in->flush)
 		/* The reader is gone: what it read through. */
 		limit = msq_read_through_limit(in->start, in->end, in->file_off, t->through);
@@ -116,13 +122,5 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 		if (add_clipped(in, drop, lo, hi < limit ? hi : limit) < 0)
 			return -ENOMEM;
 	}
-	if (remove_keep(in, drop) < 0)
-		return -ENOMEM;
-	/* What the next look should find if the reader adds nothing: the
-	 * present pages less the planned drop (pages the drop leaves after
-	 * all, strong references, are news once, and looked at again). */
-	for (size_t i = 0; i < drop->n; i++)
-		present -= msq_extents_covered(p, drop->v[i].start, drop->v[i].end);
-	t->seen = present;
-	return 0;
+	return remove_keep(in, drop);
 }

@@ -47,7 +47,7 @@ int msq_plan(const struct msq_plan_in *in, struct msq_extents *drop);
  */
 struct msq_through {
 	uint64_t through; /* end of the part read front to back (0: not looked yet) */
-	uint64_t seen;    /* bytes present at the last look, less its planned drop */
+	uint64_t seen;    /* bytes present at the last look */
 	bool idle;        /* out: this look found nothing new */
 };
 
