@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "../common/fault.h"
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
+#include "../common/sys.h"
 #include "daemon_client.h"
 #include "engine_thread.h"
 #include "fdstream.h"
@@ -162,7 +164,8 @@ void msq_track_mapped(uint64_t start, uint64_t len, int fd, uint64_t off, bool s
 	uint64_t end = (start + len + 4095) & ~(uint64_t)4095;
 	struct msq_region *r;
 	struct stat st;
-	char self[40], pre[32];
+	char self[40], pre[32], path[512];
+	long n;
 
 	if (msq_fds_mode != MSQ_READ_ALL || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
@@ -173,10 +176,15 @@ void msq_track_mapped(uint64_t start, uint64_t len, int fd, uint64_t off, bool s
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	if (!may_write(&st, self))
 		return;
+	/* Its name, to open it again for the last drop (msq_stream_cycle's
+	 * flush: pages reclaim unmapped but left cached); the stream checks
+	 * it is still the same file then.  None if too long. */
+	n = (long)MSQ_SYSCALL(SYS_readlinkat, AT_FDCWD, self, path, sizeof(path) - 1);
+	path[n > 0 && n < (long)sizeof(path) - 1 ? n : 0] = '\0';
 	if (MSQ_FAULT("madvseq/alloc") || !(r = calloc(1, sizeof(*r))))
 		return;
-	if (msq_stream_init(&r->s, start, end, off, st.st_dev, st.st_ino, NULL, shared, false,
-			    msq_cfg.policy.mode, true) < 0) {
+	if (msq_stream_init(&r->s, start, end, off, st.st_dev, st.st_ino, path[0] == '/' ? path : NULL,
+			    shared, false, msq_cfg.policy.mode, true) < 0) {
 		free(r);
 		return;
 	}
