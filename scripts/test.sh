@@ -26,6 +26,34 @@ run_suite() {
 	meson test -C "$dir" --print-errorlogs --no-rebuild --timeout-multiplier 2 || true
 }
 
+# A DAMON pageout scheme on the machine (a host's proactive reclaim) pages
+# out what it sees idle, the tests' files included, and a test that
+# measures the page cache fails on its work (2 MiB of a 64 MiB file read a
+# moment before, once in a run).  Paused for the run, as the benchmarks'
+# --pause-damon does, and started again at exit with its configuration.
+damon_paused=()
+pause_damon() {
+	local k sc
+	for k in /sys/kernel/mm/damon/admin/kdamonds/[0-9]*; do
+		[ "$(cat "$k/state" 2>/dev/null)" = on ] || continue
+		for sc in "$k"/contexts/*/schemes/[0-9]*; do
+			[ "$(cat "$sc/action" 2>/dev/null)" = pageout ] || continue
+			echo off 2>/dev/null >"$k/state" && damon_paused+=("$k")
+			break
+		done
+	done
+	[ ${#damon_paused[@]} -eq 0 ] ||
+		echo "DAMON pageout paused for the tests: ${damon_paused[*]##*/}; started again at the end"
+}
+resume_damon() {
+	local k
+	for k in "${damon_paused[@]}"; do
+		echo on 2>/dev/null >"$k/state" || echo "cannot start $k again: write 'on' to its state file" >&2
+	done
+}
+pause_damon
+trap resume_damon EXIT
+
 status=0
 configure build -Dwerror=true -Dfiu=enabled -Dtest_hooks=true &&
 	ninja -C build && run_suite build || status=1
