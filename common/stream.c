@@ -566,6 +566,9 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 		return 0;
 	if (s->how == MSQ_DROP_UNMAP_FADVISE && (fd = open_mapped_file(s)) < 0)
 		return fd;
+	/* What reclaim unmapped but left cached (fadvise_read_through). */
+	if (s->unadvised && s->how == MSQ_DROP_PAGEOUT && !MSQ_FAULT("madvseq/fadvise"))
+		fd = open_mapped_file(s);
 	for (size_t i = 0; i <= s->precached.n && a < end; i++) {
 		uint64_t b = i < s->precached.n ? s->precached.v[i].start : end;
 
@@ -584,8 +587,6 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 	}
 	if (fd >= 0)
 		msq_sys_close(fd);
-	if (s->unadvised && s->how == MSQ_DROP_PAGEOUT)
-		fadvise_read_through(s);
 	return rc;
 }
 
