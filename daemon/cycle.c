@@ -46,16 +46,33 @@ static int read_runtime(const struct msqd_client *c, uint64_t *out)
 	return 0;
 }
 
-/* minflt + majflt of the whole process, from its open /proc/PID/stat. */
-static int read_faults(struct msqd_client *c, uint64_t *out)
+/* Reads the client's /proc/PID/stat: its faults (minflt + majflt of the
+ * whole process), threads and the CPU its main thread last ran on. */
+static int read_stat(struct msqd_client *c, struct msq_proc_stat *st)
 {
-	char buf[1024], *p;
-	unsigned long long minflt, majflt;
-	uint64_t rt;
+	char buf[1024];
 	ssize_t n;
+	int rc;
 
 	if (c->statfd < 0)
 		return -EBADF;
+	n = pread(c->statfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	if ((rc = msq_proc_stat_parse(buf, st)) < 0)
+		return rc;
+	c->threads = st->threads;
+	return 0;
+}
+
+/* minflt + majflt of the whole process. */
+static int read_faults(struct msqd_client *c, uint64_t *out)
+{
+	struct msq_proc_stat st;
+	uint64_t rt;
+	int rc;
+
 	/* Single-threaded and not run since last time: no fault either. */
 	if (c->threads == 1 && read_runtime(c, &rt) == 0) {
 		if (rt == c->runtime) {
@@ -64,18 +81,33 @@ static int read_faults(struct msqd_client *c, uint64_t *out)
 		}
 		c->runtime = rt;
 	}
-	n = pread(c->statfd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* After the command name (which may hold spaces and parentheses):
-	 * state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
-	if (!(p = strrchr(buf, ')')) ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %*u %*u %*u %*d %*d %*d %ld",
-		   &minflt, &majflt, &c->threads) != 3)
-		return -EINVAL;
-	*out = minflt + majflt;
+	if ((rc = read_stat(c, &st)) < 0)
+		return rc;
+	*out = st.faults;
 	return 0;
+}
+
+/* Before a client that dropped last time is cycled again: the daemon moves
+ * to the CPU its reader runs on (common/follow.h), where the unmaps of its
+ * MADV_PAGEOUT need no TLB shootdown of the reader's CPU.  Followed: a
+ * process of one thread, or of two (its own and the library's). */
+static void follow_reader(struct msqd *d, struct msqd_client *c)
+{
+	struct msq_proc_stat st;
+
+	if (!d->cyc.follow_ready) {
+		msq_follow_init(&d->cyc.follow);
+		d->cyc.follow_ready = true;
+	}
+	if (read_stat(c, &st) < 0)
+		return;
+	if (st.threads > 2)
+		st.cpu = -1; /* its readers: not known */
+	if (st.cpu != d->cyc.follow.bound) {
+		msq_follow_cpu(&d->cyc.follow, st.cpu);
+		if (st.cpu >= 0 && d->cyc.follow.bound == st.cpu)
+			d->cyc.follows++;
+	}
 }
 
 /* The client's engine set for its cgroup's policy. */
@@ -199,9 +231,10 @@ uint64_t msqd_cycle(struct msqd *d)
 		 * been paged out by reclaim). */
 		if (c->busy) {
 			/* It dropped something last cycle: look again without
-			 * reading its faults (which costs about as much as
-			 * the look); they are read again once it goes quiet. */
+			 * comparing its faults; they are compared again once it
+			 * goes quiet.  Its stat is read for its CPU only. */
 			c->faults = UINT64_MAX;
+			follow_reader(d, c);
 		} else {
 			uint64_t f = 0;
 			bool known = read_faults(c, &f) == 0;
@@ -261,6 +294,9 @@ uint64_t msqd_cycle(struct msqd *d)
 					  (unsigned long long)s->start, strerror((int)-rc));
 		}
 	}
+	/* Nothing to drop: back to the daemon's own affinity. */
+	if (!total && d->cyc.follow_ready)
+		msq_follow_cpu(&d->cyc.follow, -1);
 	d->cyc.kernel_regions = left_to_kernel;
 	if (whole)
 		d->cyc.round++;

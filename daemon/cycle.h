@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/follow.h"
+
 struct msqd;
 struct msqd_cg;
 struct msqd_client;
@@ -33,6 +35,10 @@ struct msqd_cycles {
 	uint64_t idle_skips; /* clients left alone: no page faults since last time */
 	uint64_t kernel_regions; /* regions left to the kernel in the last cycle */
 	uint64_t advice_cpu_ns;  /* CPU spent inside process_madvise (reclaim) */
+	/* The daemon drops from its client's CPU (common/follow.h). */
+	struct msq_follow follow;
+	bool follow_ready;
+	uint64_t follows;        /* times it bound itself to a reader's CPU */
 };
 
 #endif

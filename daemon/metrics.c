@@ -192,6 +192,9 @@ struct val {
 	  "reason=\"periodic\"", NULL, COUNT, F_ALL, v->d->disc.scans) \
 	X(scans_intake, "madvseq_discovery_scans_total", NULL, NULL, "reason=\"intake\"", NULL, COUNT, \
 	  F_ALL, v->d->disc.triggered) \
+	X(reader_cpu_follows, "madvseq_reader_cpu_follows_total", "counter", \
+	  "Times the daemon bound itself to the CPU of a reader it drops behind.", NULL, \
+	  "reader_cpu_follows", COUNT, F_ALL, v->d->cyc.follows) \
 	X(kpageflags_reads, "madvseq_kpageflags_reads_total", "counter", \
 	  "Page frames whose /proc/kpageflags entry the strong-reference check read.", NULL, NULL, \
 	  COUNT, F_ALL, v->d->refs.flag_reads) \
@@ -476,7 +479,7 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	       "discovery scans: ${scans_periodic} full, ${scans_intake} started by a cgroup's "
 	       "page-cache intake\n"
 	       "daemon: cpu ${cpu} s (${advice_cpu} s of it inside process_madvise: reclaim), "
-	       "rss ${rss}\n"
+	       "rss ${rss}; moved to a reader's CPU ${reader_cpu_follows} times\n"
 	       "dropped: ${dropped}, kept (strong references): ${kept_strong}; page flags read: "
 	       "${kpageflags_reads} frames\n"
 	       "read() streams (the shims' own read paths, as they report): ${read_files} files, "

@@ -14,6 +14,7 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "../common/follow.h"
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "locks.h"
@@ -57,6 +58,60 @@ static int ensure_pagemap(void)
 	if (rc == 0 && msq_cfg.force_pagemap_read)
 		g_eng.pm.scan = false;
 	return rc;
+}
+
+/* The engine drops from the CPU the program's main thread runs on
+ * (common/follow.h).  Its /proc/self/stat is opened as the pagemap is;
+ * both belong to the engine thread alone. */
+static struct msq_follow g_follow;
+static int g_statfd = -1;
+static dev_t g_stat_dev;
+static ino_t g_stat_ino;
+
+static int self_stat_fd(void)
+{
+	struct stat st;
+	int fd, hfd;
+
+	if (g_statfd >= 0 && fstat(g_statfd, &st) == 0 && st.st_dev == g_stat_dev &&
+	    st.st_ino == g_stat_ino)
+		return g_statfd;
+	g_statfd = -1;
+	if (!msq_lowfd_begin())
+		return -EAGAIN;
+	fd = msq_sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD)) >= 0) {
+		msq_sys_close(fd);
+		fd = hfd;
+	}
+	msq_lowfd_end();
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		msq_sys_close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return -EBADF;
+	g_stat_dev = st.st_dev;
+	g_stat_ino = st.st_ino;
+	return g_statfd = fd;
+}
+
+/* Called by the engine thread, without the table lock (a move to another
+ * CPU waits for that CPU), after a round that dropped something. */
+static void follow_reader(void)
+{
+	struct msq_proc_stat st;
+	char buf[1024];
+	ssize_t n;
+	int fd = self_stat_fd();
+
+	if (fd < 0 || (n = msq_sys_pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return;
+	buf[n] = '\0';
+	if (msq_proc_stat_parse(buf, &st) < 0)
+		return;
+	/* The main thread and this one: the reader is the main thread. */
+	msq_follow_cpu(&g_follow, st.threads == 2 ? st.cpu : -1);
 }
 
 static void add_stats(const struct msq_stream_stats *st)
@@ -154,13 +209,14 @@ void msq_ethread_account(struct msq_region *part)
 
 static void *engine_main(void *arg)
 {
-	uint64_t sleep_ns = MIN_SLEEP_NS, last_moved_ns = 0;
+	uint64_t sleep_ns = MIN_SLEEP_NS, last_moved_ns = 0, dropped_last = 0;
 	sigset_t all;
 
 	(void)arg;
 	msq_guard = 1; /* everything this thread calls is the shim's own */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	msq_follow_init(&g_follow); /* the affinity of the thread that started it */
 	for (;;) {
 		uint64_t dropped = 0, moved = 0, until = msq_now_ns() + sleep_ns;
 		struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
@@ -174,6 +230,9 @@ static void *engine_main(void *arg)
 		g_kick = false;
 		msq_regions_unlock();
 		bool pm_ok = false;
+
+		if (dropped_last)
+			follow_reader();
 
 		for (size_t i = 0;; i++) {
 			struct msq_region *r;
@@ -222,6 +281,7 @@ static void *engine_main(void *arg)
 		 * the configured interval. */
 		sleep_ns = msq_next_period(sleep_ns, dropped, moved, TARGET_PER_CYCLE, MIN_SLEEP_NS,
 					   msq_cfg.policy.interval_ns);
+		dropped_last = dropped;
 	}
 }
 
@@ -330,6 +390,9 @@ void msq_ethread_atfork_child(void)
 	if (g_eng.pm.fd >= 0)
 		msq_sys_close(g_eng.pm.fd);
 	g_eng.pm.fd = -1;
+	if (g_statfd >= 0)
+		msq_sys_close(g_statfd); /* the parent's */
+	g_statfd = -1;
 	g_running = false;
 	g_kick = false;
 	g_kick_cond_ready = false; /* re-initialised when the child starts one */
