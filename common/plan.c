@@ -115,6 +115,7 @@ int msq_plan_read_through(const struct msq_plan_in *in, struct msq_through *t,
 					in->file_off);
 	else
 		limit = in->start;
+	t->limit = limit;
 	for (size_t i = 0; i < p->n && p->v[i].start < limit; i++) {
 		uint64_t lo = msq_chunk_floor(p->v[i].start, in->start, in->file_off);
 		uint64_t hi = msq_chunk_floor(p->v[i].end + MSQ_CHUNK - 1, in->start, in->file_off);

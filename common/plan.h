@@ -49,6 +49,10 @@ struct msq_through {
 	uint64_t through; /* end of the part read front to back (0: not looked yet) */
 	uint64_t seen;    /* bytes present at the last look */
 	bool idle;        /* out: this look found nothing new */
+	uint64_t limit;   /* out: this look's drop ends here (the region's start: none) */
+	/* Set by the caller once a drop up to limit was made: below it the
+	 * part has gone (or was kept, and is retried as such). */
+	uint64_t dropped;
 };
 
 /* Adds the planned ranges to *drop (in->retry is not used: kept pages are

@@ -192,6 +192,53 @@ static void unadvised_reader_pauses(struct msq_engine *e)
 	sparse_stream_close(&t);
 }
 
+/* Between two whole reads a look at a mapping read with no advice reads
+ * only past the part read front to back; what of the part did not go is
+ * taken as present.  A page read again behind the part goes at the next
+ * whole read; one read past it is seen at once, and stays while the part
+ * does not reach it. */
+static void unadvised_look_past_the_part(struct msq_engine *e)
+{
+	const uint64_t ms = 1000 * 1000;
+	struct sparse_stream t;
+	struct msq_stream *s = &t.s;
+
+	sparse_stream_open(&t, false);
+	touch(t.p, 0, 8 * M);
+	CHECK_EQ(msq_stream_cycle(e, s, 1 * ms, false), 0); /* whole: no part yet */
+	CHECK_EQ(s->full_scan_ns, 1 * ms);
+	touch(t.p, 8 * M, 8 * M + 2 * e->lag);
+	CHECK(msq_stream_cycle(e, s, 2 * ms, false) > 0);
+	CHECK_EQ(s->full_scan_ns, 1 * ms); /* read past the part only */
+	CHECK_EQ(s->rt.through - s->start, 8 * M + 2 * e->lag);
+	CHECK_EQ(cached(t.fd, 0, 8 * M + e->lag - MSQ_CHUNK), 0);
+	CHECK_EQ(s->rt.dropped, s->rt.limit);
+	CHECK(s->rt.dropped - s->start >= 8 * M + e->lag - MSQ_CHUNK);
+
+	/* Read again behind the part: left to the next whole read. */
+	touch(t.p, 0, MSQ_CHUNK);
+	touch(t.p, 200 * M, 200 * M + 4096);
+	CHECK(msq_stream_cycle(e, s, 3 * ms, false) >= 0);
+	CHECK_EQ(cached(t.fd, 0, MSQ_CHUNK), MSQ_CHUNK);
+	CHECK_EQ(cached(t.fd, 200 * M, 4096), 4096); /* seen, not in the part */
+	CHECK_EQ(s->rt.through - s->start, 8 * M + 2 * e->lag);
+	CHECK(msq_stream_cycle(e, s, 1 * ms + 100 * ms, false) >= 0);
+	CHECK_EQ(s->full_scan_ns, 101 * ms);
+	CHECK_EQ(cached(t.fd, 0, MSQ_CHUNK), 0);
+	CHECK_EQ(cached(t.fd, 200 * M, 4096), 4096);
+
+	/* Read through: all of it goes once a look finds nothing new. */
+	touch(t.p, 8 * M + 2 * e->lag, SPARSE_SIZE);
+	CHECK(msq_stream_cycle(e, s, 102 * ms, false) > 0);
+	CHECK_EQ(s->rt.through, s->end);
+	CHECK(msq_stream_cycle(e, s, 103 * ms, false) > 0);
+	/* (What the kernel read ahead of the read again behind the part was
+	 * never mapped and may stay: up to 6 MiB here.) */
+	CHECK_EQ(cached(t.fd, 0, MSQ_CHUNK), 0);
+	CHECK_EQ(cached(t.fd, 16 * M, SPARSE_SIZE - 16 * M), 0);
+	sparse_stream_close(&t);
+}
+
 int main(void)
 {
 	char path[] = "stream-test-XXXXXX";
@@ -311,6 +358,7 @@ int main(void)
 	first_reader_seen_at_once(&e);
 	backlog_before_the_window(&e);
 	unadvised_reader_pauses(&e);
+	unadvised_look_past_the_part(&e);
 	msq_stream_free(&s);
 	msq_pagemap_close(&e.pm);
 	msq_engine_free(&e);
