@@ -6,14 +6,18 @@
  * address space is loaded on another CPU (the reader runs there), each
  * batch of unmaps ends with a TLB-shootdown IPI to that CPU and a wait for
  * its answer, and the reader's page faults and our unmaps take the same
- * locks from two CPUs.  Measured on a 2-CPU virtual machine, where an IPI
- * is a VM exit: a LevelDB scan of 5 GB cost the machine 1.07 CPU-s/GB
- * under the library and 1.13-1.31 under madvseqd with the drops made from
- * the other CPU, against 0.70 and 0.85-0.92 with the drops made from the
- * reader's CPU (the kernel alone: 0.65-0.83, its reclaim running in the
- * reader's context).  So the thread that drops binds itself to the CPU
- * the reader last ran on, as the kernel's own direct reclaim would run,
- * and goes back to its own affinity when there is nothing to drop.
+ * locks from two CPUs.  The kernel's own direct reclaim runs in the
+ * reader's context and pays neither.  So the thread that drops binds
+ * itself to the CPU the reader last ran on (madvseqd, which serves many,
+ * goes back to its own affinity once it has nothing to drop).
+ *
+ * Measured on a 2-CPU virtual machine, where an IPI is a VM exit, with a
+ * LevelDB scan of 5 GB (machine CPU-s per GB; the kernel alone 0.65-0.83):
+ * dropped from the other CPU, the library 1.07-1.09 and madvseqd
+ * 1.13-1.31; from the reader's CPU, 0.70-0.71 and 0.77-0.94 with the
+ * reader pinned, 0.90-0.92 and 0.98 with it free to move (the scheduler
+ * moves a reader away from the thread that preempts it, and the drops
+ * follow it there).
  *
  * Followed only where the reader is known: the main thread of a process
  * with no other thread than it and the library's own.  A program that
