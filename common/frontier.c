@@ -31,6 +31,36 @@ static int probe_scan(int fd)
 	return ioctl(fd, MSQ_PAGEMAP_SCAN, &a) >= 0;
 }
 
+int msq_open_held(const char *path, int high_fd, struct stat *st)
+{
+	int fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return fd;
+	if (high_fd > 0) {
+		int hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, high_fd);
+
+		if (hfd >= 0) {
+			msq_sys_close(fd);
+			fd = hfd;
+		}
+	}
+	if (fstat(fd, st) < 0) {
+		int e = -errno;
+
+		msq_sys_close(fd);
+		return e;
+	}
+	return fd;
+}
+
+bool msq_held_same(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, int high_fd)
 {
 	char path[256];
@@ -43,23 +73,9 @@ int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, i
 		snprintf(path, sizeof(path), "%s/self/pagemap", proc_root);
 	if (MSQ_FAULT("madvseq/pagemap/open"))
 		return -EMFILE;
-	fd = msq_sys_open(path, O_RDONLY | O_CLOEXEC);
+	fd = msq_open_held(path, high_fd, &st);
 	if (fd < 0)
 		return fd;
-	if (high_fd > 0) {
-		int hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, high_fd);
-
-		if (hfd >= 0) {
-			msq_sys_close(fd);
-			fd = hfd;
-		}
-	}
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
-
-		msq_sys_close(fd);
-		return e;
-	}
 	*pm = (struct msq_pagemap){
 		.fd = fd, .dev = st.st_dev, .ino = st.st_ino, .pid = pid,
 		/* The probe's address is ours, for another process's pagemap
@@ -79,11 +95,7 @@ void msq_pagemap_close(struct msq_pagemap *pm)
 
 int msq_pagemap_check(const struct msq_pagemap *pm)
 {
-	struct stat st;
-
-	if (pm->fd < 0 || fstat(pm->fd, &st) < 0 || st.st_dev != pm->dev || st.st_ino != pm->ino)
-		return -EBADF;
-	return 0;
+	return msq_held_same(pm->fd, pm->dev, pm->ino) ? 0 : -EBADF;
 }
 
 static int add_range(struct msq_extents *set, uint64_t s, uint64_t e)

@@ -12,6 +12,7 @@
 #define MSQ_FRONTIER_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "extents.h"
@@ -25,10 +26,18 @@ struct msq_pagemap {
 };
 
 /*
+ * A /proc file a preloaded library holds open: opened read-only with
+ * O_CLOEXEC and, if high_fd > 0, moved to the lowest free number >= high_fd
+ * (so it does not take the small numbers a program expects); *st is its
+ * identity.  Returns the descriptor or -errno.  msq_held_same says whether
+ * fd still refers to that file (a program may close or reuse the number).
+ */
+int msq_open_held(const char *path, int high_fd, struct stat *st);
+bool msq_held_same(int fd, dev_t dev, ino_t ino);
+
+/*
  * Opens /proc/<pid>/pagemap (pid 0: self) below proc_root ("/proc" unless a
- * test points elsewhere) with O_CLOEXEC, and probes PAGEMAP_SCAN.  If
- * high_fd > 0 the descriptor is moved to the lowest free number >= high_fd,
- * so a preloaded library does not take the small numbers a program expects.
+ * test points elsewhere) with msq_open_held, and probes PAGEMAP_SCAN.
  * Returns 0 or -errno.
  */
 int msq_pagemap_open(struct msq_pagemap *pm, const char *proc_root, pid_t pid, int high_fd);

@@ -15,6 +15,7 @@
 #include "../common/config.h"
 #include "../common/fault.h"
 #include "../common/follow.h"
+#include "../common/frontier.h"
 #include "../common/sys.h"
 #include "daemon_client.h"
 #include "locks.h"
@@ -71,26 +72,17 @@ static ino_t g_stat_ino;
 static int self_stat_fd(void)
 {
 	struct stat st;
-	int fd, hfd;
+	int fd;
 
-	if (g_statfd >= 0 && fstat(g_statfd, &st) == 0 && st.st_dev == g_stat_dev &&
-	    st.st_ino == g_stat_ino)
+	if (msq_held_same(g_statfd, g_stat_dev, g_stat_ino))
 		return g_statfd;
 	g_statfd = -1;
 	if (!msq_lowfd_begin())
 		return -EAGAIN;
-	fd = msq_sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && (hfd = msq_sys_fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD)) >= 0) {
-		msq_sys_close(fd);
-		fd = hfd;
-	}
+	fd = msq_open_held("/proc/self/stat", HIGH_FD, &st);
 	msq_lowfd_end();
-	if (fd >= 0 && fstat(fd, &st) < 0) {
-		msq_sys_close(fd);
-		fd = -1;
-	}
 	if (fd < 0)
-		return -EBADF;
+		return fd;
 	g_stat_dev = st.st_dev;
 	g_stat_ino = st.st_ino;
 	return g_statfd = fd;
