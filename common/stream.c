@@ -190,23 +190,6 @@ static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, 
 }
 
 /*
- * Where the region's pages are present.  Reading all of it costs in
- * proportion to its size (and to the page tables the stream left behind:
- * 76 us a cycle for 2 GiB streamed, with PAGEMAP_SCAN), so most cycles
- * read windows around the readers seen last time and a slice of the rest
- * (the sweep), which finds new readers.  With PAGEMAP_SCAN the whole region
- * is still read every FULL_SCAN_NS, and whenever the readers are too many
- * to look at one by one, or none is known yet: a reader that starts
- * elsewhere waits at most that long to be seen, and the first reader of a
- * new stream is seen in its first cycle (a sweep moving through a cold
- * region misses a reader that a gigabyte-a-second stream moves ahead of
- * it; 100 ms of such a stream is 100 MiB cached).  Reading a region with
- * no reader costs little: PAGEMAP_SCAN skips page tables that hold nothing.
- * Without it a whole read costs 8 bytes a page: only a small region is
- * read whole for a flush; a larger one as in a cycle, and where it kept
- * pages (what lies far from every reader ever seen then stays).
- */
-/*
  * A mapping read with no advice, between two whole reads (PAGEMAP_SCAN,
  * FULL_SCAN_NS): the part read front to back lies behind `through', and
  * what of it did not go with a drop (rt.dropped) is taken as present
@@ -236,6 +219,23 @@ static int find_present_past_through(struct msq_engine *e, struct msq_stream *s)
 	return msq_present_ranges(&e->pm, lo, s->end, &e->present, NULL);
 }
 
+/*
+ * Where the region's pages are present.  Reading all of it costs in
+ * proportion to its size (and to the page tables the stream left behind:
+ * 76 us a cycle for 2 GiB streamed, with PAGEMAP_SCAN), so most cycles
+ * read windows around the readers seen last time and a slice of the rest
+ * (the sweep), which finds new readers.  With PAGEMAP_SCAN the whole region
+ * is still read every FULL_SCAN_NS, and whenever the readers are too many
+ * to look at one by one, or none is known yet: a reader that starts
+ * elsewhere waits at most that long to be seen, and the first reader of a
+ * new stream is seen in its first cycle (a sweep moving through a cold
+ * region misses a reader that a gigabyte-a-second stream moves ahead of
+ * it; 100 ms of such a stream is 100 MiB cached).  Reading a region with
+ * no reader costs little: PAGEMAP_SCAN skips page tables that hold nothing.
+ * Without it a whole read costs 8 bytes a page: only a small region is
+ * read whole for a flush; a larger one as in a cycle, and where it kept
+ * pages (what lies far from every reader ever seen then stays).
+ */
 static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool whole)
 {
 	int rc;
