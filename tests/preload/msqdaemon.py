@@ -14,11 +14,23 @@ def available():
     return bool(exe) and os.path.exists(exe) and os.geteuid() == 0
 
 
+def serving(d, env):
+    """A Daemon on a private socket in directory d, with env set for the
+    library to reach it (MADVSEQ_SOCKET); skips the test where none can run."""
+    if not available():
+        from msqtest import skip
+        skip("needs root and MADVSEQD (the built daemon)")
+    daemon = Daemon(d, os.path.join(d, "madvseqd.sock"))
+    env["MADVSEQ_SOCKET"] = daemon.sock
+    return daemon
+
+
 class Daemon:
     """Started on construction, listening on sock; stop() ends it."""
 
     def __init__(self, d, sock, conf="[/*]\nmode = pageout\n"):
         exe = os.environ["MADVSEQD"]
+        self.sock = sock
         path = os.path.join(d, "madvseqd.conf")
         with open(path, "w") as f:
             f.write(conf)

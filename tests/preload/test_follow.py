@@ -77,11 +77,7 @@ def main():
         env = shim_env()
         daemon = None
         if case == "daemon":
-            if not msqdaemon.available():
-                skip("needs root and MADVSEQD (the built daemon)")
-            sock = os.path.join(wd.path, "madvseqd.sock")
-            daemon = msqdaemon.Daemon(wd.path, sock)
-            env["MADVSEQ_SOCKET"] = sock
+            daemon = msqdaemon.serving(wd.path, env)
             own = affinity_of(daemon.p.pid)
         try:
             p = subprocess.run([sys.executable, "-c", CLIENT,
@@ -108,7 +104,7 @@ def main():
                       % (full, after_a, after_b))
             else:
                 ctl = os.path.join(os.path.dirname(os.environ["MADVSEQD"]), "madvseqctl")
-                st = subprocess.run([ctl, "-s", sock, "status"], capture_output=True, text=True,
+                st = subprocess.run([ctl, "-s", daemon.sock, "status"], capture_output=True, text=True,
                                     env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
                 m = re.search(r"moved to a reader's CPU (\d+) times", st.stdout)
                 check(m and int(m.group(1)) >= 1,

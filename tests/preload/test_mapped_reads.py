@@ -95,11 +95,7 @@ def main():
         env = shim_env(MADVSEQ_READ="advised" if case == "advised" else "all")
         daemon = None
         if case == "scan-daemon":
-            if not msqdaemon.available():
-                skip("needs root and MADVSEQD (the built daemon)")
-            sock = os.path.join(wd.path, "madvseqd.sock")
-            daemon = msqdaemon.Daemon(wd.path, sock)
-            env["MADVSEQ_SOCKET"] = sock
+            daemon = msqdaemon.serving(wd.path, env)
         try:
             digest, mapped, after = run_client(how, files, env)
         finally:
