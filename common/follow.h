@@ -9,15 +9,20 @@
  * locks from two CPUs.  The kernel's own direct reclaim runs in the
  * reader's context and pays neither.  So the thread that drops binds
  * itself to the CPU the reader last ran on (madvseqd, which serves many,
- * goes back to its own affinity once it has nothing to drop).
+ * goes back to its own affinity once it has had nothing to drop for a
+ * while, and follows only readers bound to one CPU: see daemon/cycle.c).
  *
- * Measured on a 2-CPU virtual machine, where an IPI is a VM exit, with a
- * LevelDB scan of 5 GB (machine CPU-s per GB; the kernel alone 0.65-0.83):
- * dropped from the other CPU, the library 1.07-1.09 and madvseqd
- * 1.13-1.31; from the reader's CPU, 0.70-0.71 and 0.77-0.94 with the
- * reader pinned, 0.90-0.92 and 0.98 with it free to move (the scheduler
- * moves a reader away from the thread that preempts it, and the drops
- * follow it there).
+ * Reclaim ends a batch of unmaps every 31 pages (shrink_folio_list frees
+ * folios in batches and flushes the TLBs before each), so dropping 5 GB
+ * of small folios from another CPU sends some 25,000 IPIs.  Measured on a
+ * 2-CPU virtual machine, where an IPI is a VM exit, with a LevelDB scan of
+ * 5 GB next to 800 MiB of other cached files (machine CPU-s per GB; the
+ * kernel alone 0.80-0.89, 3,900 IPIs): the library, from the reader's
+ * CPU, 0.70-0.73 and 4,300-5,000 IPIs, from the other CPU 0.79-0.92 and
+ * 23,000-26,000; madvseqd with the reader pinned, from its CPU,
+ * 0.74-0.80 and 720-770 IPIs.  The cost of following: the drops take
+ * the reader's CPU, not an idle one (the library's scan 820 MB/s
+ * following, 830-1,000 not).
  *
  * Followed only where the reader is known: the main thread of a process
  * with no other thread than it and the library's own.  A program that

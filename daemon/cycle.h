@@ -39,6 +39,7 @@ struct msqd_cycles {
 	struct msq_follow follow;
 	bool follow_ready;
 	uint64_t follows;        /* times it bound itself to a reader's CPU */
+	uint64_t dropped_ns;     /* when a cycle last dropped something */
 };
 
 #endif

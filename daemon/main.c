@@ -213,10 +213,12 @@ struct subsystem {
 	void (*run)(struct msqd *d);
 };
 
-/* Management cycles, only while there is something to manage. */
+/* Management cycles, only while there is something to manage, or the
+ * daemon still runs on a reader's CPU (a cycle takes it back). */
 static uint64_t cycle_next(const struct msqd *d)
 {
-	return d->rg.n ? d->cyc.next_ns : UINT64_MAX;
+	return d->rg.n || (d->cyc.follow_ready && d->cyc.follow.bound >= 0) ? d->cyc.next_ns
+									     : UINT64_MAX;
 }
 
 static void cycle_run(struct msqd *d)

@@ -4,16 +4,18 @@
 (common/follow.h): the library's engine thread binds itself to the CPU the
 program's main thread runs on while it drops behind it, and follows it to
 another; with a third thread in the program (the reader not known) it stays
-where it was started.  madvseqd does the same for its clients and goes back
-to its own affinity once nothing is left to drop.  The pages behind the
-reader go in every case.
+where it was started.  madvseqd does the same for a client whose reader is
+bound to one CPU, and goes back to its own affinity once nothing is left to
+drop; a reader free to move it leaves alone ("daemon-free").  The pages
+behind the reader go in every case.
 
-usage: test_follow.py CASE   (shim, shim-threads, daemon)"""
+usage: test_follow.py CASE   (shim, shim-threads, daemon, daemon-free)"""
 
 import os
 import re
 import subprocess
 import sys
+import time
 
 import msqdaemon
 from msqtest import M, Workdir, cached, check, done, evict, shim_env, skip
@@ -24,7 +26,8 @@ LAG = 16 * M
 # Maps the file with MADV_SEQUENTIAL (the engine thread starts then, with
 # the program's affinity), reads its first half on CPU a and the rest on
 # CPU b (each page, front to back), and prints the engine thread's
-# affinity after each half.  "threads": a third thread waits meanwhile.
+# affinity after each half.  "threads": a third thread waits meanwhile;
+# "free": the reader keeps the program's affinity.
 CLIENT = r"""
 import mmap, os, sys, threading, time
 how, path, a, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -47,7 +50,8 @@ def engine():
 
 n = 0
 for cpu, lo, hi in ((a, 0, len(m) // 2), (b, len(m) // 2, len(m))):
-    os.sched_setaffinity(0, {cpu})   # this thread only
+    if how != "free":
+        os.sched_setaffinity(0, {cpu})   # this thread only
     for o in range(lo, hi, 4096):
         n += m[o]
     time.sleep(0.3)
@@ -76,12 +80,12 @@ def main():
         evict(path)
         env = shim_env()
         daemon = None
-        if case == "daemon":
+        if case.startswith("daemon"):
             daemon = msqdaemon.serving(wd.path, env)
             own = affinity_of(daemon.p.pid)
         try:
             p = subprocess.run([sys.executable, "-c", CLIENT,
-                                "threads" if case == "shim-threads" else "one", path, str(a), str(b)],
+                                {"shim-threads": "threads", "daemon-free": "free"}.get(case, "one"), path, str(a), str(b)],
                                env=env, capture_output=True, text=True, timeout=120)
             check(p.returncode == 0, "the client exits 0 (%s)" % p.stderr.strip()[-300:])
             lines = p.stdout.split()
@@ -107,8 +111,16 @@ def main():
                 st = subprocess.run([ctl, "-s", daemon.sock, "status"], capture_output=True, text=True,
                                     env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
                 m = re.search(r"moved to a reader's CPU (\d+) times", st.stdout)
-                check(m and int(m.group(1)) >= 1,
-                      "madvseqd moved to its client's CPU (%s)" % (m.group(0) if m else st.stdout))
+                check(m, "madvseqctl status says how often madvseqd moved (%s)" % st.stdout)
+                if case == "daemon":
+                    check(int(m.group(1)) >= 1, "madvseqd moved to its client's CPU (%s)" % m.group(0))
+                else:
+                    check(int(m.group(1)) == 0,
+                          "madvseqd left a reader free to move alone (%s)" % m.group(0))
+                # It goes back a second after its last drop.
+                deadline = time.monotonic() + 10
+                while affinity_of(daemon.p.pid) != own and time.monotonic() < deadline:
+                    time.sleep(0.1)
                 check(affinity_of(daemon.p.pid) == own,
                       "with nothing left to drop madvseqd is back on its CPUs %s (%s)"
                       % (own, affinity_of(daemon.p.pid)))
