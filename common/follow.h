@@ -8,9 +8,11 @@
  * its answer, and the reader's page faults and our unmaps take the same
  * locks from two CPUs.  The kernel's own direct reclaim runs in the
  * reader's context and pays neither.  So the thread that drops binds
- * itself to the CPU the reader last ran on (madvseqd, which serves many,
- * goes back to its own affinity once it has had nothing to drop for a
- * while, and follows only readers bound to one CPU: see daemon/cycle.c).
+ * itself to the CPU the reader last ran on.  madvseqd has the library's
+ * engine thread make the drops it decides for a program with the library
+ * (MSQ_MSG_DROP, daemon/asks.c); for one without, it follows only a reader
+ * bound to one CPU, and goes back to its own affinity once it has had
+ * nothing to drop for a while (daemon/cycle.c).
  *
  * Reclaim ends a batch of unmaps every 31 pages (shrink_folio_list frees
  * folios in batches and flushes the TLBs before each), so dropping 5 GB

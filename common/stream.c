@@ -421,6 +421,17 @@ static int write_behind(struct msq_stream *s)
 	return rc;
 }
 
+/* Whether the drop set holds pages retried (e->retry): kept, or asked of
+ * the client a while ago and still there.  Those are dropped from here:
+ * a client that does not make the drops it is asked still loses them. */
+static bool asked_before(const struct msq_engine *e)
+{
+	for (size_t i = 0; i < e->drop.n; i++)
+		if (msq_extents_covered(&e->retry, e->drop.v[i].start, e->drop.v[i].end))
+			return true;
+	return false;
+}
+
 static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uint64_t *dropped)
 {
 	uint64_t before = 0, left = 0;
@@ -431,6 +442,22 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 	if (before == 0)
 		return 0;
 	s->st.advice_calls++;
+	if (e->ask && (s->how == MSQ_DROP_PAGEOUT || s->how == MSQ_DROP_COLD) && !asked_before(e)) {
+		rc = e->ask(e, &e->drop, s->how == MSQ_DROP_COLD ? MSQ_MODE_COLD : MSQ_MODE_PAGEOUT,
+			    e->ask_arg);
+		if (rc == 0) {
+			/* Not looked at again before the client had its time:
+			 * what it could not drop is asked again then. */
+			if (!s->kept.n)
+				s->kept_until_ns = now_ns + e->kept_retry_ns;
+			if ((rc = msq_extents_add_all(&s->kept, &e->drop)) < 0)
+				return rc;
+			*dropped = before;
+			return 0;
+		}
+		if (rc != -EAGAIN)
+			return rc;
+	}
 	switch (s->how) {
 	case MSQ_DROP_NONE:
 		return 0;
@@ -505,6 +532,23 @@ static void fadvise_read_through(const struct msq_stream *s)
 	msq_sys_close(fd);
 }
 
+/* Removes from e->drop whole chunks around the anonymous pages in e->anon. */
+static int keep_out_anon(struct msq_engine *e, const struct msq_stream *s)
+{
+	int rc;
+
+	/* Copy-on-write data lives in anonymous pages of private mappings:
+	 * keep whole chunks around it out of any advice. */
+	for (size_t i = 0; i < e->anon.n; i++) {
+		uint64_t lo = msq_chunk_floor(e->anon.v[i].start, s->start, s->file_off);
+		uint64_t hi = msq_chunk_floor(e->anon.v[i].end + MSQ_CHUNK - 1, s->start, s->file_off);
+
+		if ((rc = msq_extents_remove(&e->drop, lo, hi)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* When to look at a mapping read with no advice again (struct msq_stream). */
 static void pace_unadvised(struct msq_stream *s, uint64_t now_ns, bool found)
 {
@@ -563,15 +607,8 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 	for (size_t i = 0; i < s->kept.n; i++)
 		if ((rc = msq_extents_remove(&e->drop, s->kept.v[i].start, s->kept.v[i].end)) < 0)
 			goto fail;
-	/* Copy-on-write data lives in anonymous pages of private mappings:
-	 * keep whole chunks around it out of any advice. */
-	for (size_t i = 0; i < e->anon.n; i++) {
-		uint64_t lo = msq_chunk_floor(e->anon.v[i].start, s->start, s->file_off);
-		uint64_t hi = msq_chunk_floor(e->anon.v[i].end + MSQ_CHUNK - 1, s->start, s->file_off);
-
-		if ((rc = msq_extents_remove(&e->drop, lo, hi)) < 0)
-			goto fail;
-	}
+	if ((rc = keep_out_anon(e, s)) < 0)
+		goto fail;
 	if (e->filter && e->drop.n && (rc = e->filter(e, s, &e->drop, e->filter_arg)) < 0)
 		goto fail;
 	if ((rc = drop(e, s, now_ns, &dropped)) < 0)
@@ -586,6 +623,45 @@ fail:
 	s->st.errors++;
 	s->st.last_error = rc;
 	s->st.dropped += dropped;
+	return rc;
+}
+
+int64_t msq_stream_drop_asked(struct msq_engine *e, struct msq_stream *s, uint64_t start,
+			      uint64_t end, enum msq_mode mode, uint64_t now_ns)
+{
+	enum msq_drop_how how = s->how;
+	uint64_t dropped = 0;
+	int rc;
+
+	if (start < s->start)
+		start = s->start;
+	if (end > s->end)
+		end = s->end;
+	if (start >= end || s->how == MSQ_DROP_NONE)
+		return 0;
+	msq_extents_clear(&e->present);
+	msq_extents_clear(&e->anon);
+	msq_extents_clear(&e->drop);
+	if ((rc = msq_present_ranges(&e->pm, start, end, &e->present, s->shared ? NULL : &e->anon)) < 0 ||
+	    (rc = msq_extents_add_all(&e->drop, &e->present)) < 0)
+		goto fail;
+	for (size_t i = 0; i < s->precached.n; i++)
+		if ((rc = msq_extents_remove(&e->drop, s->precached.v[i].start,
+					     s->precached.v[i].end)) < 0)
+			goto fail;
+	if ((rc = keep_out_anon(e, s)) < 0)
+		goto fail;
+	if (mode == MSQ_MODE_COLD)
+		s->how = MSQ_DROP_COLD;
+	rc = drop(e, s, now_ns, &dropped);
+	s->how = how;
+	if (rc < 0)
+		goto fail;
+	/* (not in s->st.dropped: the manager that decided counts it) */
+	return (int64_t)dropped;
+fail:
+	s->st.errors++;
+	s->st.last_error = rc;
 	return rc;
 }
 

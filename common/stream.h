@@ -92,6 +92,15 @@ struct msq_engine {
 	int (*filter)(struct msq_engine *e, struct msq_stream *s, struct msq_extents *drop,
 		      void *arg);
 	void *filter_arg;
+	/* Optional (madvseqd, for a client that drops in-process what it is
+	 * asked: MSQ_MSG_DROP): called with the final drop set instead of
+	 * advising it from here.  Asked ranges are left alone as kept pages
+	 * are, until kept_retry_ns has passed; what is still there then is
+	 * advised from here.  Returns 0, -EAGAIN (not asked: the set is
+	 * advised from here after all) or another -errno. */
+	int (*ask)(struct msq_engine *e, const struct msq_extents *set, enum msq_mode mode,
+		   void *arg);
+	void *ask_arg;
 	uint64_t advice_cpu_ns;  /* CPU time spent in process_madvise (pidfd >= 0) */
 };
 
@@ -120,6 +129,18 @@ int msq_stream_move(struct msq_stream *dst, const struct msq_stream *src, uint64
  * are also counted in s->st.
  */
 int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, bool flush);
+
+/*
+ * Drops the present pages of [start, end) within s as a cycle would drop
+ * them (with mode MSQ_MODE_COLD: deactivates them), for a manager that
+ * decided so: madvseqd, whose cycle read this process's pages and checked
+ * their strong references (MSQ_MSG_DROP).  Nothing cached before the
+ * stream, and no chunk holding copy-on-write data, is advised.  Returns
+ * bytes dropped (>= 0; not added to s->st, the manager that decided counts
+ * them) or -errno.
+ */
+int64_t msq_stream_drop_asked(struct msq_engine *e, struct msq_stream *s, uint64_t start,
+			      uint64_t end, enum msq_mode mode, uint64_t now_ns);
 
 /* Where the readers of s are: the sum of its cursors' ends.  Two values
  * taken around a cycle differ when a reader moved in between. */

@@ -62,6 +62,7 @@ struct msqd_client {
 	bool dead;           /* its address space is gone (process_madvise: ESRCH) */
 	uint64_t closing_ns; /* going (msqd_client_closing): dropped at this time, or when it exits */
 	bool counted; /* in nshim */
+	bool takes_drops; /* a shim that drops what it is asked (MSQ_HELLO_DROPS, asks.c) */
 	uint64_t since_ns;
 	struct msqd_cg *cg;
 	struct msq_engine eng; /* pidfd and the client's pagemap */

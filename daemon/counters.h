@@ -18,6 +18,7 @@ struct msqd_read_counts {
 
 struct msqd_counters {
 	uint64_t dropped;      /* bytes dropped: cycles, final drops, exit drops */
+	uint64_t asked;        /* of which asked of the clients to drop (asks.c) */
 	uint64_t kept_strong;  /* bytes kept for strong references (refs.c) */
 	struct msqd_read_counts read; /* all shims' read paths, as reported */
 	uint64_t proto_errors;   /* clients disconnected for the protocol (server.c) */

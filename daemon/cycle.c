@@ -2,7 +2,7 @@
 /*
  * The management cycle: the shared engine (common/stream.c) run against
  * another process, through its pidfd (process_madvise) and its
- * /proc/PID/pagemap.  Advice is only ever MADV_PAGEOUT or MADV_COLD, which
+ * /proc/PID/pagemap; a shim is asked to make the drops itself (asks.c).  Advice is only ever MADV_PAGEOUT or MADV_COLD, which
  * never lose data (dirty pages are written back first, anonymous pages
  * stay without swap), so even a range the client unmapped a moment ago
  * cannot be harmed.  Clients that took no page fault since last time are
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asks.h"
 #include "client.h"
 #include "cycle.h"
 #include "msqd.h"
@@ -93,8 +94,9 @@ static int read_faults(struct msqd_client *c, uint64_t *out)
 /* Before a client that dropped last time is cycled again: the daemon moves
  * to the CPU its reader runs on (common/follow.h), where the unmaps of its
  * MADV_PAGEOUT need no TLB shootdown of the reader's CPU.  Followed: a
- * process of one thread, or of two (its own and the library's), whose
- * main thread may run on one CPU only.  A reader free to move is not: the
+ * process that does not drop itself what it is asked (one without the
+ * library), of one thread, or of two, whose main thread may run on one CPU
+ * only.  A reader free to move is not: the
  * daemon's drops make it wait on its CPU, the scheduler moves it to the
  * idle one, and the daemon after it (a LevelDB scan of 5 GB: 2,000 moves
  * and as many TLB-shootdown IPIs as with no following, 27-30 thousand,
@@ -110,7 +112,9 @@ static void follow_reader(struct msqd *d, struct msqd_client *c)
 	}
 	if (read_stat(c, &st) < 0)
 		return;
-	if (st.threads > 2)
+	if (c->takes_drops)
+		st.cpu = -1; /* it drops on its reader's CPU itself (asks.c) */
+	else if (st.threads > 2)
 		st.cpu = -1; /* its readers: not known */
 	else if (sched_getaffinity(c->pid, sizeof(may), &may) < 0 || CPU_COUNT(&may) != 1)
 		st.cpu = -1; /* free to move (or gone) */
@@ -133,18 +137,28 @@ static void engine_for_policy(struct msqd *d, struct msqd_client *c)
 
 /* Drops s as its policy says (one cycle, or all of it when flush);
  * counts what went.  Returns the cycle's result. */
-static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, bool flush)
+static int64_t cycle_region(struct msqd *d, struct msqd_client *c, struct msq_stream *s, uint64_t id,
+			    bool flush)
 {
 	uint64_t before = s->st.dropped, kept = s->st.kept, adv = c->eng.advice_cpu_ns;
 	uint64_t at = msq_stream_progress(s), now_at;
 	size_t ncursors = s->cursors.n;
 	struct msqd_refs_check chk = { d, c->cg };
+	struct msqd_ask_to ask = { c->fd, id, &d->cnt.asked };
 	int64_t rc;
 
 	s->how = c->cg->pol->mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : MSQ_DROP_PAGEOUT;
 	c->eng.filter_arg = &chk;
+	/* A shim drops what a cycle decides itself (asks.c); a final drop is
+	 * made here, as the client waits for it before it unmaps. */
+	if (c->takes_drops && c->fd >= 0 && !flush) {
+		c->eng.ask = msqd_ask_drops;
+		c->eng.ask_arg = &ask;
+	}
 	rc = msq_stream_cycle(&c->eng, s, d->now_ns, flush);
 	c->eng.filter_arg = NULL;
+	c->eng.ask = NULL;
+	c->eng.ask_arg = NULL;
 	d->cyc.advice_cpu_ns += c->eng.advice_cpu_ns - adv;
 	c->cg->dropped += s->st.dropped - before;
 	c->cg->kept_mapped += s->st.kept - kept;
@@ -187,7 +201,7 @@ int64_t msqd_region_final_drop(struct msqd *d, struct msqd_client *c, size_t i, 
 		return 0;
 	engine_for_policy(d, c);
 	t0 = msqd_now_ns();
-	rc = cycle_region(d, c, &part, true);
+	rc = cycle_region(d, c, &part, r->id, true);
 	/* (What a client finds cached after its munmap is explained here.) */
 	/* (kept: strong references, and what stayed mapped after the advice) */
 	log_debug("pid %d: final drop of %#llx-%#llx: %lld KiB dropped, %llu KiB kept (%s), %llu us",
@@ -286,7 +300,7 @@ uint64_t msqd_cycle(struct msqd *d)
 			}
 			if (c->r[i]->snapping)
 				continue; /* what was cached before is not known yet */
-			rc = cycle_region(d, c, s, false);
+			rc = cycle_region(d, c, s, c->r[i]->id, false);
 			/* (A mapping read with no advice is dropped at the look
 			 * after one that found news, which may find its reader
 			 * gone and making no fault any more.  A quiet one needs

@@ -73,6 +73,7 @@ static int on_hello(struct msqd *d, struct msqd_client *c, const struct msq_msg_
 		}
 		d->cl.nshim++;
 		c->counted = true;
+		c->takes_drops = m->flags & MSQ_HELLO_DROPS;
 		w.flags = MSQ_WELCOME_DELEGATE;
 		log_debug("pid %d (uid %u) registered, cgroup %s", (int)c->pid, (unsigned)c->uid,
 			  c->cg->path);

@@ -178,6 +178,10 @@ struct val {
 	X(cgroups_known, NULL, NULL, NULL, NULL, NULL, COUNT, F_ALL, v->ncg) \
 	X(cgroups_forgotten, NULL, NULL, NULL, NULL, NULL, COUNT, F_ALL, v->d->cgs.freed) \
 	X(dropped, NULL, NULL, NULL, NULL, "dropped_bytes", BYTES, F_ALL, v->d->cnt.dropped) \
+	X(asked, "madvseq_asked_bytes_total", "counter", \
+	  "Bytes of the cycles' drops that madvseqd asked programs with the library to make " \
+	  "themselves, on their reader's CPU (counted as dropped when asked).", NULL, "asked_bytes", \
+	  BYTES, F_ALL, v->d->cnt.asked) \
 	X(kept_strong, NULL, NULL, NULL, NULL, "kept_strong_bytes", BYTES, F_ALL, \
 	  v->d->cnt.kept_strong) \
 	X(read_files, NULL, NULL, NULL, NULL, "read_path.files", COUNT, F_ALL, v->d->cnt.read.files) \
@@ -480,7 +484,8 @@ int msqd_status_text(struct msqd *d, char **buf, size_t *len)
 	       "page-cache intake\n"
 	       "daemon: cpu ${cpu} s (${advice_cpu} s of it inside process_madvise: reclaim), "
 	       "rss ${rss}; moved to a reader's CPU ${reader_cpu_follows} times\n"
-	       "dropped: ${dropped}, kept (strong references): ${kept_strong}; page flags read: "
+	       "dropped: ${dropped} (${asked} of it by the shims, asked), kept (strong references): "
+	       "${kept_strong}; page flags read: "
 	       "${kpageflags_reads} frames\n"
 	       "read() streams (the shims' own read paths, as they report): ${read_files} files, "
 	       "${read_streamed} streamed, ${read_dropped} dropped behind, ${read_kept} kept "

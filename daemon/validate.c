@@ -59,8 +59,9 @@ static bool range_ok(uint64_t start, uint64_t len)
 
 int msqd_valid_hello(const struct msq_msg_hello *m)
 {
-	if (m->flags & ~(MSQ_HELLO_SHIM | MSQ_HELLO_CTL) || m->pad ||
-	    !(m->flags & MSQ_HELLO_SHIM) == !(m->flags & MSQ_HELLO_CTL))
+	if (m->flags & ~(MSQ_HELLO_SHIM | MSQ_HELLO_CTL | MSQ_HELLO_DROPS) || m->pad ||
+	    !(m->flags & MSQ_HELLO_SHIM) == !(m->flags & MSQ_HELLO_CTL) ||
+	    (m->flags & MSQ_HELLO_DROPS && !(m->flags & MSQ_HELLO_SHIM)))
 		return -EBADMSG;
 	return 0;
 }

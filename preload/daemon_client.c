@@ -35,6 +35,7 @@
 #define POLICY_WAIT_NS (UINT64_C(20) * 1000 * 1000)
 /* Answers remembered for threads that wait for one (see await_reply). */
 #define ANSWERED 64
+#define PAGE 4096u
 
 enum { ST_OFF, ST_HELLO, ST_READY };
 enum { E_SENT, E_ACKED, E_REFUSED };
@@ -70,6 +71,8 @@ static struct {
 	uint32_t policy_seq;
 	bool policy_asked, policy_known;
 	struct msq_daemon_totals reported; /* the read path's totals as last sent */
+	struct msq_daemon_ask asks[MSQ_DAEMON_ASKS_MAX]; /* drops asked, not yet taken */
+	size_t nasks;
 	struct msq_daemon_hooks hooks;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
@@ -155,6 +158,7 @@ static void disconnect(const char *why, uint64_t retry_ns)
 	set_state(ST_OFF);
 	g.n = 0;
 	g.nanswered = 0;
+	g.nasks = 0;
 	g.next_try_ns = msq_now_ns() + retry_ns;
 }
 
@@ -176,7 +180,7 @@ static int send_msg(void *m, uint16_t type, uint32_t size)
 static void try_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct msq_msg_hello hello = { .flags = MSQ_HELLO_SHIM };
+	struct msq_msg_hello hello = { .flags = MSQ_HELLO_SHIM | MSQ_HELLO_DROPS };
 	struct msq_msg_hdr pol;
 	struct stat st;
 	int fd, hfd;
@@ -267,6 +271,49 @@ static bool was_answered(uint32_t seq, int32_t *status)
 	return false;
 }
 
+/*
+ * Locked.  Keeps the drops of a DROP message for the engine thread, which
+ * makes them only where they lie in a region handed over (engine_thread.c):
+ * here only their form is checked.  A malformed one is ignored, as a
+ * range that is not ours will be: a daemon cannot make the library do
+ * anything its own engine would not do to its own regions.
+ */
+static void keep_asks(const struct msq_msg_drop *m, size_t n)
+{
+	uint64_t prev = 0;
+
+	if (n < sizeof(*m) || m->n == 0 || m->n > MSQ_DROP_MAX_RANGES ||
+	    n != sizeof(*m) + m->n * sizeof(m->r[0]) ||
+	    (m->mode != MSQ_MODE_PAGEOUT && m->mode != MSQ_MODE_COLD))
+		return;
+	for (uint32_t i = 0; i < m->n; i++) {
+		const struct msq_wire_range *r = &m->r[i];
+
+		if (r->start < prev || r->end <= r->start || (r->start | r->end) % PAGE)
+			return;
+		prev = r->end;
+	}
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (g.nasks == MSQ_DAEMON_ASKS_MAX)
+			return;
+		g.asks[g.nasks++] = (struct msq_daemon_ask){ m->id, m->r[i].start, m->r[i].end,
+							     (enum msq_mode)m->mode };
+	}
+}
+
+size_t msq_daemon_take_asks(struct msq_daemon_ask *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&g.lock);
+	n = g.nasks < max ? g.nasks : max;
+	memcpy(out, g.asks, n * sizeof(*out));
+	memmove(g.asks, g.asks + n, (g.nasks - n) * sizeof(*out));
+	g.nasks -= n;
+	pthread_mutex_unlock(&g.lock);
+	return n;
+}
+
 /* Locked.  Reads what the daemon said; false when the connection is gone. */
 static bool read_replies(void)
 {
@@ -276,7 +323,9 @@ static bool read_replies(void)
 		struct msq_msg_result r;
 		struct msq_msg_policy p;
 		struct msq_msg_error e;
-		char raw[256];
+		struct msq_msg_drop d;
+		char raw[sizeof(struct msq_msg_drop) +
+			 MSQ_DROP_MAX_RANGES * sizeof(struct msq_wire_range)];
 	} m;
 
 	for (;;) {
@@ -325,6 +374,10 @@ static bool read_replies(void)
 				g.policy_known = true;
 			}
 			answered(m.h.seq, 0);
+			break;
+		case MSQ_MSG_DROP:
+			if (g.state == ST_READY)
+				keep_asks(&m.d, (size_t)n);
 			break;
 		default:
 			break;
@@ -675,6 +728,7 @@ void msq_daemon_atfork_child(bool locked)
 	set_state(ST_OFF);
 	g.n = 0;
 	g.nanswered = 0;
+	g.nasks = 0; /* the parent's */
 	g.next_try_ns = 0;
 	g.backoff_ns = 0;
 }

@@ -59,6 +59,20 @@ bool msq_daemon_ready(void) MSQ_HIDDEN;
 /* Engine thread, table lock held: (re)connects when due, reads replies,
  * registers new regions, sets each region's delegated flag. */
 void msq_daemon_sync(void) MSQ_HIDDEN;
+/* One drop madvseqd decided and asked this process to make
+ * (MSQ_MSG_DROP), checked only for its form: the engine thread makes it
+ * where it lies in a region handed over. */
+struct msq_daemon_ask {
+	uint64_t id; /* of the region */
+	uint64_t start, end;
+	enum msq_mode mode; /* MSQ_MODE_PAGEOUT or MSQ_MODE_COLD */
+};
+#define MSQ_DAEMON_ASKS_MAX 1024
+/* Engine thread, table lock held, after msq_daemon_sync(): takes up to max
+ * of the drops asked since the last call, oldest first.  Asks beyond
+ * MSQ_DAEMON_ASKS_MAX waiting are not kept (the daemon asks again a
+ * second later). */
+size_t msq_daemon_take_asks(struct msq_daemon_ask *out, size_t max) MSQ_HIDDEN;
 /* [start, end) is no longer what was registered (munmap, mremap,
  * MADV_NORMAL, made writable): tell the daemon.  final (munmap, exit):
  * the daemon drops the range's last lag first, and this waits for it (up

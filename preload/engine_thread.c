@@ -140,6 +140,39 @@ static bool not_ours(const struct msq_region *r)
 	return r->kernel || (r->delegated && msq_daemon_ready());
 }
 
+/*
+ * Locked: the drops madvseqd decided and asked this process to make
+ * (MSQ_MSG_DROP), made where they lie in the region handed over to it that
+ * they name, as this engine would make them.  Made here because this thread runs where
+ * the reader does (follow_reader): the same MADV_PAGEOUT from the daemon's
+ * process flushes the reader's TLB from another CPU every 31 pages.
+ */
+static uint64_t make_asked_drops(void)
+{
+	static struct msq_daemon_ask asks[MSQ_DAEMON_ASKS_MAX]; /* the engine thread's */
+	size_t n = msq_daemon_take_asks(asks, MSQ_DAEMON_ASKS_MAX);
+	uint64_t total = 0, now = msq_now_ns();
+
+	for (size_t k = 0; k < n; k++) {
+		for (size_t i = 0;; i++) {
+			struct msq_region *r = msq_regions_at(i);
+			int64_t d;
+
+			if (!r)
+				break;
+			if (r->id != asks[k].id || r->kernel || !not_ours(r) || asks[k].end <= r->s.start ||
+			    asks[k].start >= r->s.end)
+				continue;
+			d = msq_stream_drop_asked(&g_eng, &r->s, asks[k].start, asks[k].end,
+						  asks[k].mode, now);
+			if (d > 0)
+				total += (uint64_t)d;
+		}
+	}
+	g_done.asked += total;
+	return total;
+}
+
 /* Locked: drops all of s the policy lets go (its reader is done). */
 static void final_drop(struct msq_stream *s)
 {
@@ -246,6 +279,8 @@ static void *engine_main(void *arg)
 			 * a region. */
 			if (i == 0)
 				pm_ok = ensure_pagemap() == 0;
+			if (i == 0 && pm_ok)
+				dropped += make_asked_drops();
 			if (!not_ours(r) && pm_ok) {
 				uint64_t at = msq_stream_progress(&r->s);
 				int64_t d = msq_stream_cycle(&g_eng, &r->s, msq_now_ns(), false);

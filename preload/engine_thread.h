@@ -60,6 +60,7 @@ void msq_ethread_retire_all(bool daemon_took) MSQ_HIDDEN;
  * how late a loaded machine let it be (what streamed meanwhile stayed). */
 struct msq_ethread_totals {
 	uint64_t regions, dropped, kept, cycles, errors;
+	uint64_t asked; /* dropped on madvseqd's ask (MSQ_MSG_DROP): its decisions */
 	uint64_t max_round_gap_ns;
 };
 void msq_ethread_totals(struct msq_ethread_totals *t) MSQ_HIDDEN;

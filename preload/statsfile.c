@@ -87,11 +87,12 @@ void msq_statsfile_write(void)
 		       "\nbytes_kept=%" PRIu64 "\ncycles=%" PRIu64 "\nerrors=%" PRIu64
 		       "\nkernel_covers=%d\nread_files=%" PRIu64 "\nread_bytes_advised=%" PRIu64
 		       "\nread_bytes_streamed=%" PRIu64 "\nread_bytes_kept=%" PRIu64
-		       "\nread_bytes_written_behind=%" PRIu64 "\nmax_round_gap_us=%" PRIu64 "\n",
+		       "\nread_bytes_written_behind=%" PRIu64 "\nmax_round_gap_us=%" PRIu64
+		       "\nbytes_dropped_asked=%" PRIu64 "\n",
 		       (int)msq_sys_getpid(), msq_mode_name(msq_cfg.policy.mode), msq_cfg.policy.lag,
 		       et.regions, et.dropped, et.kept, et.cycles, et.errors,
 		       msq_kernel_covers(NULL), rt.files, rt.dropped, rt.streamed, rt.kept, rt.written,
-		       et.max_round_gap_ns / 1000);
+		       et.max_round_gap_ns / 1000, et.asked);
 	if ((fd = open_stats_file(path)) < 0)
 		return;
 	if (msq_sys_write_all(fd, buf, (size_t)len) != len)

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define MSQ_PROTO_MAGIC UINT32_C(0x3151534d) /* "MSQ1" */
-#define MSQ_PROTO_VERSION 4
+#define MSQ_PROTO_VERSION 5
 #define MSQ_DEFAULT_SOCKET "/run/madvseq/madvseqd.sock"
 /* Largest message either side sends (a text reply chunk). */
 #define MSQ_MSG_MAX 65536
@@ -52,6 +52,7 @@ enum msq_msg_type {
 	MSQ_MSG_POLICY = 103,
 	MSQ_MSG_TEXT = 104,
 	MSQ_MSG_ERROR = 105,
+	MSQ_MSG_DROP = 106, /* daemon to shim, unasked: drops to make in-process */
 };
 
 struct msq_msg_hdr {
@@ -65,6 +66,9 @@ struct msq_msg_hdr {
 /* HELLO: flags MSQ_HELLO_*. */
 #define MSQ_HELLO_SHIM 1u /* a preloaded library with regions to hand over */
 #define MSQ_HELLO_CTL 2u  /* madvseqctl: status and stats only */
+/* With MSQ_HELLO_SHIM: the client makes the drops the daemon decides for
+ * its registered regions itself, when sent a DROP (see there). */
+#define MSQ_HELLO_DROPS 4u
 struct msq_msg_hello {
 	struct msq_msg_hdr h;
 	uint32_t flags;
@@ -181,6 +185,30 @@ struct msq_msg_text {
 	uint32_t flags;
 	uint32_t length; /* bytes of data[] used */
 	char data[];     /* not NUL-terminated */
+};
+
+/*
+ * DROP: ranges of the client's registered regions that the daemon's cycle
+ * decided to drop (its policy, its strong-reference check), sent to a
+ * client that said MSQ_HELLO_DROPS, with seq 0 and no answer.  The client
+ * drops them as its own engine would (common/stream.c: present pages
+ * only, never a chunk holding copy-on-write data, nothing cached before
+ * its stream) from its engine thread, which runs where its reader does:
+ * reclaim flushes the TLBs of every CPU the address space is live on, so
+ * the same MADV_PAGEOUT from the daemon's process costs the reader's CPU
+ * an interrupt per 31 pages freed.  Ranges outside the region `id' the
+ * client handed over are ignored.  A client that does not read them leaves its
+ * socket full: the daemon then makes the drops itself (process_madvise).
+ * n ranges, page-aligned, sorted, apart; the message is
+ * sizeof(struct msq_msg_drop) + n * 16.
+ */
+#define MSQ_DROP_MAX_RANGES 64
+struct msq_msg_drop {
+	struct msq_msg_hdr h;
+	uint64_t id;   /* REGISTER's id of the region they lie in */
+	uint32_t mode; /* MSQ_MODE_PAGEOUT or MSQ_MODE_COLD (policy.h) */
+	uint32_t n;    /* 1..MSQ_DROP_MAX_RANGES */
+	struct msq_wire_range r[];
 };
 
 /* ERROR: the request was refused; the connection may be closed after. */

@@ -115,9 +115,9 @@ static ssize_t reply(int fd, void *buf, size_t len, int ms)
 	return n < 0 ? -errno : n;
 }
 
-static int hello(int fd)
+static int hello_flags(int fd, uint32_t flags)
 {
-	struct msq_msg_hello h = { .flags = MSQ_HELLO_SHIM };
+	struct msq_msg_hello h = { .flags = flags };
 	char buf[256];
 	ssize_t n;
 
@@ -127,6 +127,11 @@ static int hello(int fd)
 	if (n < (ssize_t)sizeof(struct msq_msg_hdr) || ((struct msq_msg_hdr *)buf)->type != MSQ_MSG_WELCOME)
 		return -EPROTO;
 	return 0;
+}
+
+static int hello(int fd)
+{
+	return hello_flags(fd, MSQ_HELLO_SHIM);
 }
 
 static int reg(int fd, uint64_t id, uint64_t start, uint64_t len, uint64_t dev, uint64_t ino,
@@ -648,6 +653,47 @@ static int never_reads(void)
 	return 1;
 }
 
+/*
+ * Says it makes the drops it is asked (MSQ_HELLO_DROPS), registers its
+ * mapping of file, reads it front to back, and never reads its socket:
+ * the daemon's asks pile up unread.  Prints "read" and waits for stdin to
+ * close; the test meanwhile sees whether the pages went anyway.
+ */
+static int ignores_drops(const char *file)
+{
+	int fd = conn(), ffd = open(file, O_RDONLY | O_CLOEXEC);
+	volatile unsigned char sum = 0;
+	struct stat st;
+	unsigned char *p;
+	char c;
+	int rc;
+
+	if (ffd < 0 || fstat(ffd, &st) < 0 || hello_flags(fd, MSQ_HELLO_SHIM | MSQ_HELLO_DROPS) < 0) {
+		printf("HELLO with MSQ_HELLO_DROPS not welcomed\n");
+		return 1;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, ffd, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+	if ((rc = reg(fd, 1, (uint64_t)(uintptr_t)p, (uint64_t)st.st_size, (uint64_t)st.st_dev,
+		      (uint64_t)st.st_ino, 0, true)) < 0) {
+		printf("REGISTER -> %s\n", strerror(-rc));
+		return 1;
+	}
+	/* 4 MiB every 20 ms: the daemon's cycles see the reader move. */
+	for (off_t o = 0; o < st.st_size; o += 4096) {
+		sum += p[o];
+		if (o % (4 << 20) == 0)
+			usleep(20000);
+	}
+	printf("read %lld MiB, registered, socket never read\n", (long long)(st.st_size >> 20));
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
 static int conn_flood(int n)
 {
 	struct rlimit rl;
@@ -927,6 +973,8 @@ int main(int argc, char **argv)
 		return sparse(argv[3], atoi(argv[4]));
 	if (!strcmp(cmd, "exec-setuid") && argc == 5)
 		return exec_setuid(argv[3], argv[4]);
+	if (!strcmp(cmd, "ignores-drops") && argc == 4)
+		return ignores_drops(argv[3]);
 	if (!strcmp(cmd, "reuse-connect") && argc == 3)
 		return reuse_connect();
 	if (!strcmp(cmd, "hold") && argc == 4)

@@ -748,6 +748,8 @@ def streaming_case(name, static=False, kill_daemon=False, gate=False, faults=Non
                 print("shim stats: %s" % s)
                 check(int(s.get("bytes_dropped", "1")) < 8 * M,
                       "the in-process engine stayed (nearly) idle: dropped %sB" % s.get("bytes_dropped"))
+                check(int(s.get("bytes_dropped_asked", "0")) > size // 4,
+                      "the library made the drops the daemon asked: %sB" % s.get("bytes_dropped_asked"))
                 # At munmap the shim asks the daemon for the final drop of
                 # the last lag and waits for it; the file was cold before.
                 # The wait is bounded (50 ms): a daemon that is not
@@ -1484,6 +1486,8 @@ def case_attack(what):
             return attack_symlink_swap(wd, d, h, rss)
         if what == "discovery-flood":
             return attack_discovery_flood(wd, d, rss)
+        if what == "ignores-drops":
+            return attack_ignores_drops(wd, d, h, data, rss)
         if what == "conn-flood":
             p = subprocess.Popen(NOBODY + [h, d.sock, what] + extra, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -1512,6 +1516,34 @@ def case_attack(what):
             d.dump_log()
         d.stop()
     done()
+
+
+def attack_ignores_drops(wd, d, h, data, rss):
+    """A client that says it makes the drops it is asked (MSQ_HELLO_DROPS)
+    but never reads them: what it was asked and still maps a second later
+    is dropped from the daemon after all (common/stream.c, asked_before)."""
+    evict(data)
+    p = subprocess.Popen(NOBODY + [h, d.sock, "ignores-drops", data], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    print(line.strip())
+    check(line.startswith("read "), "the client was welcomed, registered and read its file")
+    left = None
+    deadline = time.monotonic() + 6 * SLOWDOWN
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = cached(data)
+        if left <= 24 * M:
+            break
+    print("  %s MiB of the client's 64 MiB cached while it maps it" % (None if left is None else left // M))
+    check(left is not None and left <= 24 * M,
+          "the pages behind it went though it never made the drops it was asked (<= lag + 8 MiB)")
+    m = re.search(r"\(([^()]*) of it by the shims, asked\)", d.status())
+    print("  %s" % (m.group(0) if m else "no asked count in the status"))
+    check(m and m.group(1) != "0 B", "the daemon asked it first")
+    p.stdin.close()
+    p.wait()
+    finish_attack(d, "ignores-drops", rss)
 
 
 def attack_exec_setuid(wd, d, h, rss):
@@ -1771,7 +1803,7 @@ for _w in ("malformed", "truncated", "oversized", "out-of-order", "bad-version",
 
 for _w in ("unaligned-unregister", "snapshot-ranges", "second-hello", "status-nonroot", "never-reads",
            "conn-flood", "region-flood", "sparse", "sparse-noscan", "exec-setuid", "pid-reuse-nopeerpidfd", "symlink-swap",
-           "discovery-flood"):
+           "discovery-flood", "ignores-drops"):
     CASES["attack-" + _w] = (lambda w: lambda: case_attack(w))(_w)
 
 if __name__ == "__main__":

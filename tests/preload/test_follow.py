@@ -4,12 +4,15 @@
 (common/follow.h): the library's engine thread binds itself to the CPU the
 program's main thread runs on while it drops behind it, and follows it to
 another; with a third thread in the program (the reader not known) it stays
-where it was started.  madvseqd does the same for a client whose reader is
-bound to one CPU, and goes back to its own affinity once nothing is left to
-drop; a reader free to move it leaves alone ("daemon-free").  The pages
-behind the reader go in every case.
+where it was started.  Registered with madvseqd ("daemon"), the library
+still drops there: madvseqd decides and asks (MSQ_MSG_DROP), and does not
+move.  For a program without the library that it found itself, madvseqd
+moves to the reader's CPU when the reader is bound to one ("discovered"),
+and goes back to its own affinity once nothing is left to drop; a reader
+free to move it leaves alone ("daemon-free").  The pages behind the reader
+go in every case.
 
-usage: test_follow.py CASE   (shim, shim-threads, daemon, daemon-free)"""
+usage: test_follow.py CASE   (shim, shim-threads, daemon, discovered, daemon-free)"""
 
 import os
 import re
@@ -55,7 +58,7 @@ for cpu, lo, hi in ((a, 0, len(m) // 2), (b, len(m) // 2, len(m))):
     for o in range(lo, hi, 4096):
         n += m[o]
     time.sleep(0.3)
-    print(",".join(map(str, engine())), flush=True)
+    print(",".join(map(str, engine())) or "-", flush=True)
 print(n, flush=True)
 """
 
@@ -80,14 +83,27 @@ def main():
         evict(path)
         env = shim_env()
         daemon = None
-        if case.startswith("daemon"):
+        found = case in ("discovered", "daemon-free")
+        if case == "daemon":
             daemon = msqdaemon.serving(wd.path, env)
+        elif found:
+            if not msqdaemon.available():
+                skip("needs root and MADVSEQD (the built daemon)")
+            daemon = msqdaemon.Daemon(wd.path, os.path.join(wd.path, "d.sock"),
+                                      "[daemon]\ndiscover_interval = 50ms\n"
+                                      "[/*]\nmode = pageout\ndiscover = yes\n")
+            env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+        if daemon:
             own = affinity_of(daemon.p.pid)
         try:
             p = subprocess.run([sys.executable, "-c", CLIENT,
                                 {"shim-threads": "threads", "daemon-free": "free"}.get(case, "one"), path, str(a), str(b)],
                                env=env, capture_output=True, text=True, timeout=120)
             check(p.returncode == 0, "the client exits 0 (%s)" % p.stderr.strip()[-300:])
+            if found:
+                # A process without the library exits with its pages
+                # mapped until then: the daemon's exit drop takes them.
+                time.sleep(1)
             lines = p.stdout.split()
             check(len(lines) == 3, "the client printed its two samples and its sum")
             after_a, after_b = (lines + ["", ""])[:2]
@@ -98,7 +114,7 @@ def main():
             check(left <= LAG + 8 * M, "the pages behind the reader went (%d MiB cached)"
                   % (left // M))
             full = ",".join(map(str, cpus))
-            if case == "shim":
+            if case in ("shim", "daemon"):
                 check(after_a == str(a), "the engine thread followed the reader to CPU %d (%s)"
                       % (a, after_a))
                 check(after_b == str(b), "and then to CPU %d (%s)" % (b, after_b))
@@ -106,15 +122,24 @@ def main():
                 check(after_a == full and after_b == full,
                       "with a third thread the engine thread kept its CPUs %s (%s, %s)"
                       % (full, after_a, after_b))
-            else:
+            if daemon:
                 ctl = os.path.join(os.path.dirname(os.environ["MADVSEQD"]), "madvseqctl")
                 st = subprocess.run([ctl, "-s", daemon.sock, "status"], capture_output=True, text=True,
                                     env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
                 m = re.search(r"moved to a reader's CPU (\d+) times", st.stdout)
                 check(m, "madvseqctl status says how often madvseqd moved (%s)" % st.stdout)
-                if m and case == "daemon":
+                if case == "daemon":
+                    asked = re.search(r"dropped: [^(]*\(([^()]*) of it by the shims, asked\)",
+                                      st.stdout)
+                    check(asked and asked.group(1) != "0 B",
+                          "madvseqd asked the library to drop (%s)"
+                          % (asked.group(0) if asked else st.stdout))
+                    check(m and int(m.group(1)) == 0,
+                          "madvseqd did not move: the library drops on the reader's CPU (%s)"
+                          % (m.group(0) if m else "-"))
+                if m and case == "discovered":
                     check(int(m.group(1)) >= 1, "madvseqd moved to its client's CPU (%s)" % m.group(0))
-                elif m:
+                elif m and case == "daemon-free":
                     check(int(m.group(1)) == 0,
                           "madvseqd left a reader free to move alone (%s)" % m.group(0))
                 # It goes back a second after its last drop.

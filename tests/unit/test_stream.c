@@ -239,6 +239,98 @@ static void unadvised_look_past_the_part(struct msq_engine *e)
 	sparse_stream_close(&t);
 }
 
+/* The ask hook (madvseqd asking its client to drop): records what it is
+ * handed, or fails with -EAGAIN (a client whose socket is full). */
+struct asked {
+	uint64_t bytes;
+	int calls;
+	int rc;
+};
+
+static int record_ask(struct msq_engine *e, const struct msq_extents *set, enum msq_mode mode,
+		      void *arg)
+{
+	struct asked *a = arg;
+
+	(void)e;
+	CHECK_EQ(mode, MSQ_MODE_PAGEOUT);
+	a->calls++;
+	if (a->rc)
+		return a->rc;
+	a->bytes += msq_extents_total(set);
+	return 0;
+}
+
+/* With an ask hook the cycle hands its drop set over and drops nothing
+ * itself; what it asked and finds still mapped after kept_retry_ns it
+ * drops itself (a client that does not do as asked); a hook that cannot
+ * ask (-EAGAIN) has the set dropped at once. */
+static void asks_then_drops_what_stays(struct msq_engine *e)
+{
+	struct asked a = { 0 };
+	struct sparse_stream t;
+	struct msq_stream *s = &t.s;
+
+	sparse_stream_open(&t, true);
+	e->ask = record_ask;
+	e->ask_arg = &a;
+	touch(t.p, 0, 64 * M);
+	CHECK(msq_stream_cycle(e, s, 1, false) > 0);
+	CHECK_EQ(a.calls, 1);
+	CHECK(a.bytes >= 40 * M && a.bytes <= 48 * M);
+	CHECK(cached(t.fd, 0, 40 * M) >= 38 * M); /* asked, not dropped */
+	/* Before the retry: not asked again. */
+	touch(t.p, 64 * M, 66 * M);
+	msq_stream_cycle(e, s, 2, false);
+	CHECK(cached(t.fd, 0, 40 * M) >= 38 * M);
+	/* At the retry, still there: dropped from here. */
+	s->full_scan_ns = 0;
+	CHECK(msq_stream_cycle(e, s, 3 + e->kept_retry_ns, false) > 0);
+	CHECK(cached(t.fd, 0, 40 * M) <= FAULT_AROUND);
+	/* A hook that cannot ask: dropped at once. */
+	a.rc = -EAGAIN;
+	touch(t.p, 66 * M, 128 * M);
+	CHECK(msq_stream_cycle(e, s, 4 + e->kept_retry_ns, false) > 0);
+	CHECK(cached(t.fd, 66 * M, 40 * M) <= FAULT_AROUND);
+	e->ask = NULL;
+	e->ask_arg = NULL;
+	sparse_stream_close(&t);
+}
+
+/* What the client makes of an ask (msq_stream_drop_asked): present pages
+ * of the range go, but nothing cached before and no chunk holding
+ * copy-on-write data, whose bytes stay as written. */
+static void asked_drop_keeps_cow_and_precached(struct msq_engine *e)
+{
+	char path[] = "stream-test-XXXXXX";
+	int fd = mkstemp(path);
+	unsigned char *p;
+	struct msq_stream s;
+
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)(32 * M)) == 0);
+	p = mmap(NULL, 32 * M, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	CHECK(p != MAP_FAILED);
+	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + 32 * M, 0, 0, 0, path, false, true,
+			      MSQ_MODE_PAGEOUT, true) == 0);
+	msq_extents_add(&s.precached, (uintptr_t)p + 24 * M, (uintptr_t)p + 26 * M);
+	s.precached_known = true;
+	touch(p, 0, 32 * M);
+	p[5 * M + 100] = 0xa5; /* copy-on-write: an anonymous page in [4M, 6M) */
+	CHECK(msq_stream_drop_asked(e, &s, (uintptr_t)p, (uintptr_t)p + 32 * M, MSQ_MODE_PAGEOUT, 1) > 0);
+	CHECK(cached(fd, 0, 4 * M) <= FAULT_AROUND);
+	CHECK_EQ(cached(fd, 4 * M, 2 * M), 2 * M);   /* the chunk around the copy */
+	CHECK_EQ(cached(fd, 24 * M, 2 * M), 2 * M);  /* cached before */
+	CHECK(cached(fd, 6 * M, 18 * M) <= FAULT_AROUND);
+	CHECK_EQ(p[5 * M + 100], 0xa5);
+	/* Outside the stream: nothing. */
+	CHECK_EQ(msq_stream_drop_asked(e, &s, (uintptr_t)p + 32 * M, (uintptr_t)p + 40 * M,
+				       MSQ_MODE_PAGEOUT, 2), 0);
+	msq_stream_free(&s);
+	munmap(p, 32 * M);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	char path[] = "stream-test-XXXXXX";
@@ -359,6 +451,8 @@ int main(void)
 	backlog_before_the_window(&e);
 	unadvised_reader_pauses(&e);
 	unadvised_look_past_the_part(&e);
+	asks_then_drops_what_stays(&e);
+	asked_drop_keeps_cow_and_precached(&e);
 	msq_stream_free(&s);
 	msq_pagemap_close(&e.pm);
 	msq_engine_free(&e);

@@ -74,8 +74,14 @@ int main(void)
 	CHECK_EQ(unreg(UINT64_MAX - P + 1, 2 * P, 0, 0), -EINVAL);
 	CHECK_EQ(unreg(A, P, 2, 0), -EBADMSG);
 	CHECK_EQ(unreg(A, P, 0, 1), -EBADMSG);
-	/* HELLO: one of shim or ctl, nothing else. */
+	/* HELLO: one of shim or ctl, nothing else; a shim may take drops. */
 	CHECK_EQ(msqd_valid_hello(&h), 0);
+	h.flags = MSQ_HELLO_SHIM | MSQ_HELLO_DROPS;
+	CHECK_EQ(msqd_valid_hello(&h), 0);
+	h.flags = MSQ_HELLO_CTL | MSQ_HELLO_DROPS;
+	CHECK_EQ(msqd_valid_hello(&h), -EBADMSG);
+	h.flags = MSQ_HELLO_DROPS << 1 | MSQ_HELLO_SHIM;
+	CHECK_EQ(msqd_valid_hello(&h), -EBADMSG);
 	h.flags = MSQ_HELLO_SHIM | MSQ_HELLO_CTL;
 	CHECK_EQ(msqd_valid_hello(&h), -EBADMSG);
 	h.flags = 0;
