@@ -2,10 +2,10 @@
 /*
  * The management cycle: the shared engine (common/stream.c) run against
  * another process, through its pidfd (process_madvise) and its
- * /proc/PID/pagemap; a shim is asked to make the drops itself (asks.c).  Advice is only ever MADV_PAGEOUT or MADV_COLD, which
- * never lose data (dirty pages are written back first, anonymous pages
- * stay without swap), so even a range the client unmapped a moment ago
- * cannot be harmed.  Clients that took no page fault since last time are
+ * /proc/PID/pagemap; a shim is asked to make the drops itself (asks.c).
+ * Advice is only ever MADV_PAGEOUT or MADV_COLD, which never lose data
+ * (dirty pages are written back first, anonymous pages stay without swap),
+ * so even a range the client unmapped a moment ago cannot be harmed.  Clients that took no page fault since last time are
  * left alone (their /proc/PID/stat and schedstat say so cheaply).
  */
 #include <errno.h>
@@ -96,11 +96,11 @@ static int read_faults(struct msqd_client *c, uint64_t *out)
  * MADV_PAGEOUT need no TLB shootdown of the reader's CPU.  Followed: a
  * process that does not drop itself what it is asked (one without the
  * library), of one thread, or of two, whose main thread may run on one CPU
- * only.  A reader free to move is not: the
- * daemon's drops make it wait on its CPU, the scheduler moves it to the
- * idle one, and the daemon after it (a LevelDB scan of 5 GB: 2,000 moves
- * and as many TLB-shootdown IPIs as with no following, 27-30 thousand,
- * and the scan at 790-890 MB/s instead of 950-1,040). */
+ * only.  A reader free to move is not: the daemon's drops make it wait on
+ * its CPU, the scheduler moves it to the idle one, and the daemon after it
+ * (a LevelDB scan of 5 GB: 2,000 moves and as many TLB-shootdown IPIs as
+ * with no following, 27-30 thousand, and the scan at 790-890 MB/s instead
+ * of 950-1,040). */
 static void follow_reader(struct msqd *d, struct msqd_client *c)
 {
 	struct msq_proc_stat st;

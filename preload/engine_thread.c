@@ -143,9 +143,10 @@ static bool not_ours(const struct msq_region *r)
 /*
  * Locked: the drops madvseqd decided and asked this process to make
  * (MSQ_MSG_DROP), made where they lie in the region handed over to it that
- * they name, as this engine would make them.  Made here because this thread runs where
- * the reader does (follow_reader): the same MADV_PAGEOUT from the daemon's
- * process flushes the reader's TLB from another CPU every 31 pages.
+ * they name, as this engine would make them.  Made here because this
+ * thread runs where the reader does (follow_reader): the same MADV_PAGEOUT
+ * from the daemon's process flushes the reader's TLB from another CPU
+ * every 31 pages.
  */
 static uint64_t make_asked_drops(void)
 {
@@ -160,8 +161,8 @@ static uint64_t make_asked_drops(void)
 
 			if (!r)
 				break;
-			if (r->id != asks[k].id || r->kernel || !not_ours(r) || asks[k].end <= r->s.start ||
-			    asks[k].start >= r->s.end)
+			if (r->id != asks[k].id || r->kernel || !not_ours(r) ||
+			    asks[k].end <= r->s.start || asks[k].start >= r->s.end)
 				continue;
 			d = msq_stream_drop_asked(&g_eng, &r->s, asks[k].start, asks[k].end,
 						  asks[k].mode, now);
