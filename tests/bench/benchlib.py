@@ -648,7 +648,8 @@ class Harness:
             if fn.startswith(tag + ".") and fn.endswith(".madvseq-stats"):
                 for line in open(os.path.join(self.a.log_dir, fn)):
                     k, _, v = line.strip().partition("=")
-                    if k in ("regions", "bytes_dropped", "bytes_kept", "errors", "read_files",
+                    if k in ("regions", "bytes_dropped", "bytes_dropped_asked", "bytes_kept", "errors",
+                             "read_files",
                              "read_bytes_advised", "read_bytes_kept", "read_bytes_written_behind"):
                         st[k] = st.get(k, 0) + int(v or 0)
                 st["processes"] = st.get("processes", 0) + 1

@@ -1006,11 +1006,12 @@ def report(res, odirect, title, unit, damon_note, what, judge="all"):
             s = r.get(key)
             if s:
                 P.append("  %s MADVSEQ_STATS%s: %d process(es); read()/write() streams dropped %s, "
-                         "kept %s; regions dropped %s; %d errors" % (
+                         "kept %s; regions dropped %s (and %s on madvseqd's ask); %d errors" % (
                              B.LABELS[r["variant"]], who, s.get("processes", 0),
                              B.fmt_bytes(s.get("read_bytes_advised", 0)),
                              B.fmt_bytes(s.get("read_bytes_kept", 0)),
-                             B.fmt_bytes(s.get("bytes_dropped", 0)), s.get("errors", 0)))
+                             B.fmt_bytes(s.get("bytes_dropped", 0)),
+                             B.fmt_bytes(s.get("bytes_dropped_asked", 0)), s.get("errors", 0)))
     if damon_note:
         P.append(damon_note)
     P.append("")
