@@ -112,6 +112,16 @@ int msq_extents_add_all(struct msq_extents *dst, const struct msq_extents *src)
 	return 0;
 }
 
+int msq_extents_remove_all(struct msq_extents *dst, const struct msq_extents *src)
+{
+	int rc;
+
+	for (size_t i = 0; i < src->n; i++)
+		if ((rc = msq_extents_remove(dst, src->v[i].start, src->v[i].end)) < 0)
+			return rc;
+	return 0;
+}
+
 int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end)
 {
 	size_t i, j;

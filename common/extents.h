@@ -37,6 +37,8 @@ int msq_extents_add(struct msq_extents *e, uint64_t start, uint64_t end);
 int msq_extents_add_all(struct msq_extents *dst, const struct msq_extents *src);
 /* Removes [start, end); may split one range in two. */
 int msq_extents_remove(struct msq_extents *e, uint64_t start, uint64_t end);
+/* Removes every range of src (a difference). */
+int msq_extents_remove_all(struct msq_extents *dst, const struct msq_extents *src);
 /* True if any byte of [start, end) is in the set. */
 bool msq_extents_overlaps(const struct msq_extents *e, uint64_t start, uint64_t end);
 /* Bytes of [start, end) covered by the set. */

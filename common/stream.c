@@ -432,7 +432,19 @@ static bool asked_before(const struct msq_engine *e)
 	return false;
 }
 
-static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uint64_t *dropped)
+/* Remembers set as kept pages of s: left out of its plans until
+ * kept_retry_ns has passed, then planned again. */
+static int keep_for_retry(const struct msq_engine *e, struct msq_stream *s, const struct msq_extents *set,
+			  uint64_t now_ns)
+{
+	if (set->n && !s->kept.n)
+		s->kept_until_ns = now_ns + e->kept_retry_ns;
+	return msq_extents_add_all(&s->kept, set);
+}
+
+/* Drops e->drop of s the way `how' says (s->how, or COLD for an ask). */
+static int drop(struct msq_engine *e, struct msq_stream *s, enum msq_drop_how how, uint64_t now_ns,
+		uint64_t *dropped)
 {
 	uint64_t before = 0, left = 0;
 	int rc;
@@ -442,15 +454,13 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 	if (before == 0)
 		return 0;
 	s->st.advice_calls++;
-	if (e->ask && (s->how == MSQ_DROP_PAGEOUT || s->how == MSQ_DROP_COLD) && !asked_before(e)) {
-		rc = e->ask(e, &e->drop, s->how == MSQ_DROP_COLD ? MSQ_MODE_COLD : MSQ_MODE_PAGEOUT,
+	if (e->ask && (how == MSQ_DROP_PAGEOUT || how == MSQ_DROP_COLD) && !asked_before(e)) {
+		rc = e->ask(e, &e->drop, how == MSQ_DROP_COLD ? MSQ_MODE_COLD : MSQ_MODE_PAGEOUT,
 			    e->ask_arg);
 		if (rc == 0) {
 			/* Not looked at again before the client had its time:
 			 * what it could not drop is asked again then. */
-			if (!s->kept.n)
-				s->kept_until_ns = now_ns + e->kept_retry_ns;
-			if ((rc = msq_extents_add_all(&s->kept, &e->drop)) < 0)
+			if ((rc = keep_for_retry(e, s, &e->drop, now_ns)) < 0)
 				return rc;
 			*dropped = before;
 			return 0;
@@ -458,7 +468,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 		if (rc != -EAGAIN)
 			return rc;
 	}
-	switch (s->how) {
+	switch (how) {
 	case MSQ_DROP_NONE:
 		return 0;
 	case MSQ_DROP_COLD:
@@ -466,9 +476,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 		 * again every cycle. */
 		if ((rc = advise(e, &e->drop, MADV_COLD)) < 0)
 			return rc;
-		if (!s->kept.n)
-			s->kept_until_ns = now_ns + e->kept_retry_ns;
-		if ((rc = msq_extents_add_all(&s->kept, &e->drop)) < 0)
+		if ((rc = keep_for_retry(e, s, &e->drop, now_ns)) < 0)
 			return rc;
 		*dropped = before;
 		return 0;
@@ -492,9 +500,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns, uin
 		if (s->shared && s->writable && (rc = msq_extents_add_all(&s->written, &e->drop)) < 0)
 			return rc;
 		left = msq_extents_total(&e->after);
-		if (left && !s->kept.n)
-			s->kept_until_ns = now_ns + e->kept_retry_ns;
-		if ((rc = msq_extents_add_all(&s->kept, &e->after)) < 0)
+		if ((rc = keep_for_retry(e, s, &e->after, now_ns)) < 0)
 			return rc;
 		s->st.kept += left;
 		*dropped = before > left ? before - left : 0;
@@ -604,14 +610,13 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 		goto fail;
 	if (s->unadvised)
 		pace_unadvised(s, now_ns, e->present.n != 0);
-	for (size_t i = 0; i < s->kept.n; i++)
-		if ((rc = msq_extents_remove(&e->drop, s->kept.v[i].start, s->kept.v[i].end)) < 0)
-			goto fail;
+	if ((rc = msq_extents_remove_all(&e->drop, &s->kept)) < 0)
+		goto fail;
 	if ((rc = keep_out_anon(e, s)) < 0)
 		goto fail;
 	if (e->filter && e->drop.n && (rc = e->filter(e, s, &e->drop, e->filter_arg)) < 0)
 		goto fail;
-	if ((rc = drop(e, s, now_ns, &dropped)) < 0)
+	if ((rc = drop(e, s, s->how, now_ns, &dropped)) < 0)
 		goto fail;
 	if (s->unadvised && s->rt.limit > s->rt.dropped)
 		s->rt.dropped = s->rt.limit;
@@ -629,7 +634,6 @@ fail:
 int64_t msq_stream_drop_asked(struct msq_engine *e, struct msq_stream *s, uint64_t start,
 			      uint64_t end, enum msq_mode mode, uint64_t now_ns)
 {
-	enum msq_drop_how how = s->how;
 	uint64_t dropped = 0;
 	int rc;
 
@@ -645,17 +649,9 @@ int64_t msq_stream_drop_asked(struct msq_engine *e, struct msq_stream *s, uint64
 	if ((rc = msq_present_ranges(&e->pm, start, end, &e->present, s->shared ? NULL : &e->anon)) < 0 ||
 	    (rc = msq_extents_add_all(&e->drop, &e->present)) < 0)
 		goto fail;
-	for (size_t i = 0; i < s->precached.n; i++)
-		if ((rc = msq_extents_remove(&e->drop, s->precached.v[i].start,
-					     s->precached.v[i].end)) < 0)
-			goto fail;
-	if ((rc = keep_out_anon(e, s)) < 0)
-		goto fail;
-	if (mode == MSQ_MODE_COLD)
-		s->how = MSQ_DROP_COLD;
-	rc = drop(e, s, now_ns, &dropped);
-	s->how = how;
-	if (rc < 0)
+	if ((rc = msq_extents_remove_all(&e->drop, &s->precached)) < 0 ||
+	    (rc = keep_out_anon(e, s)) < 0 ||
+	    (rc = drop(e, s, mode == MSQ_MODE_COLD ? MSQ_DROP_COLD : s->how, now_ns, &dropped)) < 0)
 		goto fail;
 	/* (not in s->st.dropped: the manager that decided counts it) */
 	return (int64_t)dropped;

@@ -47,6 +47,16 @@ int main(void)
 	CHECK_EQ(c.n, 2);
 	CHECK_EQ(c.v[0].start, 112);
 	CHECK_EQ(c.v[1].end, 130);
+	/* A difference: [10, 15) and [25, 40) less [12, 14) and [28, 35). */
+	msq_extents_clear(&c);
+	CHECK(msq_extents_add(&c, 12, 14) == 0);
+	CHECK(msq_extents_add(&c, 28, 35) == 0);
+	CHECK(msq_extents_remove_all(&e, &c) == 0);
+	CHECK_EQ(e.n, 4);
+	CHECK_EQ(msq_extents_total(&e), 20 - 2 - 7);
+	CHECK(!msq_extents_overlaps(&e, 12, 14));
+	CHECK(!msq_extents_overlaps(&e, 28, 35));
+	CHECK_EQ(e.v[3].start, 35);
 	msq_extents_free(&c);
 	msq_extents_clear(&e);
 
