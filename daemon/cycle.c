@@ -5,8 +5,9 @@
  * /proc/PID/pagemap; a shim is asked to make the drops itself (asks.c).
  * Advice is only ever MADV_PAGEOUT or MADV_COLD, which never lose data
  * (dirty pages are written back first, anonymous pages stay without swap),
- * so even a range the client unmapped a moment ago cannot be harmed.  Clients that took no page fault since last time are
- * left alone (their /proc/PID/stat and schedstat say so cheaply).
+ * so even a range the client unmapped a moment ago cannot be harmed.
+ * Clients that took no page fault since last time are left alone (their
+ * /proc/PID/stat and schedstat say so cheaply).
  */
 #include <errno.h>
 #include <sched.h>
@@ -110,10 +111,10 @@ static void follow_reader(struct msqd *d, struct msqd_client *c)
 		msq_follow_init(&d->cyc.follow);
 		d->cyc.follow_ready = true;
 	}
-	if (read_stat(c, &st) < 0)
-		return;
 	if (c->takes_drops)
-		st.cpu = -1; /* it drops on its reader's CPU itself (asks.c) */
+		st.cpu = -1; /* it drops on its reader's CPU itself (asks.c): no stat read */
+	else if (read_stat(c, &st) < 0)
+		return;
 	else if (st.threads > 2)
 		st.cpu = -1; /* its readers: not known */
 	else if (sched_getaffinity(c->pid, sizeof(may), &may) < 0 || CPU_COUNT(&may) != 1)
