@@ -301,15 +301,14 @@ static void keep_asks(const struct msq_msg_drop *m, size_t n)
 	}
 }
 
-size_t msq_daemon_take_asks(struct msq_daemon_ask *out, size_t max)
+size_t msq_daemon_take_asks(struct msq_daemon_ask out[MSQ_DAEMON_ASKS_MAX])
 {
 	size_t n;
 
 	pthread_mutex_lock(&g.lock);
-	n = g.nasks < max ? g.nasks : max;
+	n = g.nasks;
 	memcpy(out, g.asks, n * sizeof(*out));
-	memmove(g.asks, g.asks + n, (g.nasks - n) * sizeof(*out));
-	g.nasks -= n;
+	g.nasks = 0;
 	pthread_mutex_unlock(&g.lock);
 	return n;
 }

@@ -68,11 +68,11 @@ struct msq_daemon_ask {
 	enum msq_mode mode; /* MSQ_MODE_PAGEOUT or MSQ_MODE_COLD */
 };
 #define MSQ_DAEMON_ASKS_MAX 1024
-/* Engine thread, table lock held, after msq_daemon_sync(): takes up to max
- * of the drops asked since the last call, oldest first.  Asks beyond
+/* Engine thread, table lock held, after msq_daemon_sync(): takes the drops
+ * asked since the last call, oldest first.  Asks beyond
  * MSQ_DAEMON_ASKS_MAX waiting are not kept (the daemon asks again a
  * second later). */
-size_t msq_daemon_take_asks(struct msq_daemon_ask *out, size_t max) MSQ_HIDDEN;
+size_t msq_daemon_take_asks(struct msq_daemon_ask out[MSQ_DAEMON_ASKS_MAX]) MSQ_HIDDEN;
 /* [start, end) is no longer what was registered (munmap, mremap,
  * MADV_NORMAL, made writable): tell the daemon.  final (munmap, exit):
  * the daemon drops the range's last lag first, and this waits for it (up

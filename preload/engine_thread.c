@@ -151,7 +151,7 @@ static bool not_ours(const struct msq_region *r)
 static uint64_t make_asked_drops(void)
 {
 	static struct msq_daemon_ask asks[MSQ_DAEMON_ASKS_MAX]; /* the engine thread's */
-	size_t n = msq_daemon_take_asks(asks, MSQ_DAEMON_ASKS_MAX);
+	size_t n = msq_daemon_take_asks(asks);
 	uint64_t total = 0, now = msq_now_ns();
 
 	for (size_t k = 0; k < n; k++) {
