@@ -80,12 +80,21 @@ int msq_stream_init(struct msq_stream *s, uint64_t start, uint64_t end, uint64_t
 		s->how = MSQ_DROP_NONE;
 	else if (mode == MSQ_MODE_COLD)
 		s->how = MSQ_DROP_COLD;
+	else if (shared && !writable && path)
+		/* Zapping our own PTEs and then dropping from the file what
+		 * nobody maps costs the machine less than MADV_PAGEOUT's
+		 * reclaim (no reverse-map walk, a TLB flush per range rather
+		 * than per batch), and no data can be lost: a shared mapping
+		 * holds no copy-on-write pages, and a dirty one hands its
+		 * dirty bits to the file. */
+		s->how = MSQ_DROP_UNMAP_FADVISE;
 	else if (may_write)
 		s->how = MSQ_DROP_PAGEOUT;
 	else if ((shared || !writable) && path)
 		/* MADV_PAGEOUT silently skips file pages of files we may not
 		 * write.  Zapping our own PTEs is safe where no copy-on-write
-		 * data can appear (shared, or private and read-only). */
+		 * data can appear (shared, or private and read-only; a private
+		 * mapping made writable is untracked first). */
 		s->how = MSQ_DROP_UNMAP_FADVISE;
 	else
 		s->how = MSQ_DROP_COLD;
@@ -199,9 +208,10 @@ static int scan_window(struct msq_engine *e, struct msq_stream *s, uint64_t ws, 
  * walked three times over (the largest part of the looks' cost next to a
  * LevelDB scan).  What reclaim took from the part meanwhile is advised
  * again, a no-op; a page read again behind the part waits for the next
- * whole read.  Only where the drop is MADV_PAGEOUT, which never discards:
- * a copy-on-write page in the part (a private mapping made writable by a
- * raw mprotect) is not seen here to be kept out of the advice.
+ * whole read.  Only where the drop never discards: MADV_PAGEOUT, or
+ * MADV_DONTNEED of a shared mapping.  A copy-on-write page in the part (a
+ * private mapping made writable by a raw mprotect) is not seen here to be
+ * kept out of the advice.
  */
 static int find_present_past_through(struct msq_engine *e, struct msq_stream *s)
 {
@@ -244,7 +254,8 @@ static int find_present(struct msq_engine *e, struct msq_stream *s, uint64_t now
 	msq_extents_clear(&e->anon);
 	if (whole && !e->pm.scan && s->end - s->start > WHOLE_READ_MAX)
 		whole = false;
-	if (!whole && e->pm.scan && s->unadvised && s->how == MSQ_DROP_PAGEOUT &&
+	if (!whole && e->pm.scan && s->unadvised &&
+	    (s->how == MSQ_DROP_PAGEOUT || (s->how == MSQ_DROP_UNMAP_FADVISE && s->shared)) &&
 	    s->rt.through > s->start &&
 	    now_ns - s->full_scan_ns < FULL_SCAN_NS) {
 		if ((rc = find_present_past_through(e, s)) < 0)
@@ -373,18 +384,76 @@ static int fadvise_range(int fd, const struct msq_stream *s, uint64_t start, uin
 	return msq_sys_fadvise(fd, off, end - start, POSIX_FADV_DONTNEED);
 }
 
-static int fadvise_dontneed(const struct msq_stream *s, const struct msq_extents *set)
-{
-	int fd, rc = 0;
+static int keep_for_retry(const struct msq_engine *e, struct msq_stream *s, const struct msq_extents *set,
+			  uint64_t now_ns);
 
+/*
+ * Adds to out the parts of set (addresses of s, open as fd) still in the
+ * page cache: pages another process maps, dirty or locked ones, after
+ * POSIX_FADV_DONTNEED.  cachestat says whether a range holds any (cheap on
+ * a range just emptied); mincore of our own mapping says which (where our
+ * page tables hold nothing it looks the page cache up).  Only where
+ * mincore tells the truth (s->precached_known: a file we may write).
+ */
+static int still_cached(int fd, const struct msq_stream *s, const struct msq_extents *set,
+			struct msq_extents *out)
+{
+	unsigned char vec[4096];
+
+	for (size_t i = 0; i < set->n; i++) {
+		struct msq_cachestat_range cr = { s->file_off + (set->v[i].start - s->start),
+						  set->v[i].end - set->v[i].start };
+		struct msq_cachestat cs;
+
+		if (msq_sys_cachestat(fd, &cr, &cs) == 0 && cs.nr_cache == 0)
+			continue;
+		for (uint64_t a = set->v[i].start; a < set->v[i].end; a += sizeof(vec) * 4096) {
+			uint64_t len = set->v[i].end - a < sizeof(vec) * 4096 ? set->v[i].end - a
+									       : sizeof(vec) * 4096;
+			uint64_t run = 0;
+			int rc;
+
+			if ((rc = msq_sys_mincore((void *)(uintptr_t)a, (size_t)len, vec)) < 0)
+				return rc;
+			for (uint64_t k = 0; k <= len / 4096; k++) {
+				bool in = k < len / 4096 && (vec[k] & 1);
+
+				if (in && !run)
+					run = a + k * 4096 + 1; /* +1: 0 means "no run" */
+				if (!in && run) {
+					if ((rc = msq_extents_add(out, run - 1, a + k * 4096)) < 0)
+						return rc;
+					run = 0;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * POSIX_FADV_DONTNEED of set (our PTEs of it gone): the file drops what
+ * nobody maps.  What stays (still_cached) is kept and tried again after
+ * kept_retry_ns, as MADV_PAGEOUT's leftovers are; its bytes in *left.
+ */
+static int fadvise_and_keep(struct msq_engine *e, struct msq_stream *s, int fd,
+			    const struct msq_extents *set, uint64_t now_ns, uint64_t *left)
+{
+	int rc;
+
+	*left = 0;
 	if (MSQ_FAULT("madvseq/fadvise"))
 		return -EIO;
-	if ((fd = open_mapped_file(s)) < 0)
-		return fd;
-	for (size_t i = 0; i < set->n && rc == 0; i++)
-		rc = fadvise_range(fd, s, set->v[i].start, set->v[i].end);
-	msq_sys_close(fd);
-	return rc;
+	for (size_t i = 0; i < set->n; i++)
+		if ((rc = fadvise_range(fd, s, set->v[i].start, set->v[i].end)) < 0)
+			return rc;
+	if (!s->precached_known)
+		return 0; /* (mincore would call every page cached) */
+	msq_extents_clear(&e->after);
+	if ((rc = still_cached(fd, s, set, &e->after)) < 0)
+		return rc;
+	*left = msq_extents_total(&e->after);
+	return keep_for_retry(e, s, &e->after, now_ns);
 }
 
 /*
@@ -447,7 +516,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, enum msq_drop_how ho
 		uint64_t *dropped)
 {
 	uint64_t before = 0, left = 0;
-	int rc;
+	int fd, rc;
 
 	for (size_t i = 0; i < e->drop.n; i++)
 		before += msq_extents_covered(&e->present, e->drop.v[i].start, e->drop.v[i].end);
@@ -468,6 +537,7 @@ static int drop(struct msq_engine *e, struct msq_stream *s, enum msq_drop_how ho
 		if (rc != -EAGAIN)
 			return rc;
 	}
+again:
 	switch (how) {
 	case MSQ_DROP_NONE:
 		return 0;
@@ -483,10 +553,19 @@ static int drop(struct msq_engine *e, struct msq_stream *s, enum msq_drop_how ho
 	case MSQ_DROP_UNMAP_FADVISE:
 		if (e->pidfd >= 0)
 			return -EPERM; /* process_madvise has no DONTNEED */
-		if ((rc = advise(e, &e->drop, MADV_DONTNEED)) < 0)
-			return rc;
-		*dropped = before;
-		return fadvise_dontneed(s, &e->drop);
+		/* The file first: once our PTEs are gone, pages a file
+		 * deleted or replaced since left cached are seen by nothing.
+		 * Such a mapping is paged out from now on. */
+		if ((fd = open_mapped_file(s)) < 0) {
+			how = s->how = s->precached_known ? MSQ_DROP_PAGEOUT : MSQ_DROP_COLD;
+			goto again;
+		}
+		if ((rc = advise(e, &e->drop, MADV_DONTNEED)) == 0)
+			rc = fadvise_and_keep(e, s, fd, &e->drop, now_ns, &left);
+		msq_sys_close(fd);
+		s->st.kept += left;
+		*dropped = rc == 0 && before > left ? before - left : 0;
+		return rc;
 	case MSQ_DROP_PAGEOUT:
 		if ((rc = advise(e, &e->drop, MADV_PAGEOUT)) < 0)
 			return rc;
@@ -536,6 +615,38 @@ static void fadvise_read_through(const struct msq_stream *s)
 			a = s->precached.v[i].end;
 	}
 	msq_sys_close(fd);
+}
+
+/*
+ * Kept pages of a stream dropped with MADV_DONTNEED (left cached because
+ * another process mapped them) are no longer in our page tables, so no
+ * look sees them.  At their retry the file is asked again to drop them:
+ * what is still mapped elsewhere stays kept, the rest goes.  Those our own
+ * reader mapped again are left to the plan, as all present pages are.
+ */
+static int retry_unmapped(struct msq_engine *e, struct msq_stream *s, uint64_t now_ns,
+			  uint64_t *dropped)
+{
+	uint64_t before = 0, left;
+	int fd, rc;
+
+	if ((rc = msq_extents_remove_all(&e->retry, &e->present)) < 0)
+		return rc;
+	if (!e->retry.n || (fd = open_mapped_file(s)) < 0)
+		return 0; /* (gone: the next drop pages out instead) */
+	for (size_t i = 0; i < e->retry.n; i++) {
+		struct msq_cachestat_range cr = { s->file_off + (e->retry.v[i].start - s->start),
+						  e->retry.v[i].end - e->retry.v[i].start };
+		struct msq_cachestat cs;
+
+		before += msq_sys_cachestat(fd, &cr, &cs) == 0 ? cs.nr_cache * 4096 : cr.len;
+	}
+	rc = fadvise_and_keep(e, s, fd, &e->retry, now_ns, &left);
+	msq_sys_close(fd);
+	if (rc == 0 && before > left)
+		*dropped += before - left;
+	s->st.kept += left;
+	return rc;
 }
 
 /* Removes from e->drop whole chunks around the anonymous pages in e->anon. */
@@ -620,7 +731,10 @@ int64_t msq_stream_cycle(struct msq_engine *e, struct msq_stream *s, uint64_t no
 		goto fail;
 	if (s->unadvised && s->rt.limit > s->rt.dropped)
 		s->rt.dropped = s->rt.limit;
-	if (flush && s->unadvised && e->pidfd < 0 && s->how == MSQ_DROP_PAGEOUT)
+	if (s->how == MSQ_DROP_UNMAP_FADVISE && e->retry.n && (rc = retry_unmapped(e, s, now_ns, &dropped)) < 0)
+		goto fail;
+	if (flush && s->unadvised && e->pidfd < 0 &&
+	    (s->how == MSQ_DROP_PAGEOUT || s->how == MSQ_DROP_UNMAP_FADVISE))
 		fadvise_read_through(s);
 	s->st.dropped += dropped;
 	return (int64_t)dropped;
@@ -674,8 +788,9 @@ int msq_stream_drop_all_on_exit(const struct msq_stream *s)
 
 	if (s->how == MSQ_DROP_NONE)
 		return 0;
+	/* (A file deleted or replaced since: paged out, as a cycle would.) */
 	if (s->how == MSQ_DROP_UNMAP_FADVISE && (fd = open_mapped_file(s)) < 0)
-		return fd;
+		advice = s->precached_known ? MADV_PAGEOUT : MADV_COLD;
 	/* What reclaim unmapped but left cached (fadvise_read_through). */
 	if (s->unadvised && s->how == MSQ_DROP_PAGEOUT && !MSQ_FAULT("madvseq/fadvise"))
 		fd = open_mapped_file(s);

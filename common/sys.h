@@ -181,6 +181,16 @@ static inline int msq_sys_madvise(void *addr, size_t len, int advice)
 	return (int)MSQ_SYSCALL(SYS_madvise, addr, len, advice);
 }
 
+static inline int msq_sys_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return (int)MSQ_SYSCALL(SYS_mincore, addr, len, vec);
+}
+
+static inline int msq_sys_cachestat(int fd, struct msq_cachestat_range *r, struct msq_cachestat *cs)
+{
+	return (int)MSQ_SYSCALL(SYS_cachestat, fd, r, cs, 0);
+}
+
 /* Anonymous private memory of the library's own (MAP_FAILED-free: NULL). */
 static inline void *msq_sys_map_anon(size_t len)
 {

@@ -60,6 +60,8 @@ struct sparse_stream {
 
 static void sparse_stream_open(struct sparse_stream *t, bool advised)
 {
+	struct stat st;
+
 	snprintf(t->path, sizeof(t->path), "stream-test-XXXXXX");
 	t->fd = mkstemp(t->path);
 	CHECK(t->fd >= 0);
@@ -67,8 +69,9 @@ static void sparse_stream_open(struct sparse_stream *t, bool advised)
 	t->p = mmap(NULL, SPARSE_SIZE, PROT_READ, MAP_SHARED, t->fd, 0);
 	CHECK(t->p != MAP_FAILED);
 	CHECK(!advised || madvise(t->p, SPARSE_SIZE, MADV_SEQUENTIAL) == 0);
-	CHECK(msq_stream_init(&t->s, (uintptr_t)t->p, (uintptr_t)t->p + SPARSE_SIZE, 0, 0, 0, t->path,
-			      true, false, MSQ_MODE_PAGEOUT, true) == 0);
+	CHECK(fstat(t->fd, &st) == 0);
+	CHECK(msq_stream_init(&t->s, (uintptr_t)t->p, (uintptr_t)t->p + SPARSE_SIZE, 0, st.st_dev,
+			      st.st_ino, t->path, true, false, MSQ_MODE_PAGEOUT, true) == 0);
 	t->s.precached_known = true;
 	t->s.unadvised = !advised;
 }
@@ -272,6 +275,7 @@ static void asks_then_drops_what_stays(struct msq_engine *e)
 	struct msq_stream *s = &t.s;
 
 	sparse_stream_open(&t, true);
+	s->how = MSQ_DROP_PAGEOUT; /* (as madvseqd's cycle sets it) */
 	e->ask = record_ask;
 	e->ask_arg = &a;
 	touch(t.p, 0, 64 * M);
@@ -331,53 +335,38 @@ static void asked_drop_keeps_cow_and_precached(struct msq_engine *e)
 	unlink(path);
 }
 
-int main(void)
+/*
+ * Strong references, both ways of dropping: MADV_PAGEOUT (a private
+ * read-only mapping of a file we may write) and MADV_DONTNEED of our own
+ * PTEs then POSIX_FADV_DONTNEED (a shared read-only one).  Pages another
+ * process maps stay, also at their retry, and go at the retry after it
+ * lets go; what was cached before stays; a flush leaves only that.
+ */
+static void strong_references(const char *path, int fd, bool shared)
 {
-	char path[] = "stream-test-XXXXXX";
+	unsigned char *p, buf[4096];
 	struct msq_engine e;
 	struct msq_stream s;
-	unsigned char *p, *buf = malloc(M);
-	int fd = mkstemp(path), up[2], down[2];
+	struct stat st;
+	int up[2], down[2];
 	pid_t child;
 	int64_t d;
 
-	CHECK(fd >= 0 && buf);
-	/* One cycle is to take everything behind the reader.  MADV_PAGEOUT
-	 * drains only this CPU's batch of pages waiting to join the LRU: a
-	 * page faulted in while the test ran on another CPU may sit in that
-	 * CPU's batch, cannot be isolated, and stays (a later cycle would
-	 * take it).  Staying on one CPU keeps the one cycle whole. */
-	{
-		cpu_set_t one;
-		int cpu = sched_getcpu();
-
-		CPU_ZERO(&one);
-		CPU_SET(cpu < 0 ? 0 : cpu, &one);
-		sched_setaffinity(0, sizeof(one), &one);
-	}
-	memset(buf, 0x5a, M);
-	for (int i = 0; i < 64; i++)
-		CHECK(write(fd, buf, M) == (ssize_t)M);
-	fsync(fd);
+	printf("strong references, %s mapping\n", shared ? "shared" : "private");
 	posix_fadvise(fd, 0, SIZE, POSIX_FADV_DONTNEED);
-	if (cached(fd, 0, SIZE) > 4 * M) {
-		printf("cannot evict the test file; skipping\n");
-		unlink(path);
-		return 77;
-	}
+	CHECK(cached(fd, 0, SIZE) <= 4 * M);
 	/* Cached before tracking: [40M, 44M). */
-	CHECK(pread(fd, buf, M, 40 * M) == (ssize_t)M);
-	for (int i = 1; i < 4; i++)
-		CHECK(pread(fd, buf, M, (40 + (uint64_t)i) * M) == (ssize_t)M);
-
-	p = mmap(NULL, SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	for (uint64_t i = 0; i < 4 * M; i += sizeof(buf))
+		CHECK(pread(fd, buf, sizeof(buf), (off_t)(40 * M + i)) == (ssize_t)sizeof(buf));
+	p = mmap(NULL, SIZE, PROT_READ, shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
 	CHECK(p != MAP_FAILED);
 	CHECK(madvise(p, SIZE, MADV_SEQUENTIAL) == 0);
 	msq_engine_init(&e, -1, 16 * M);
 	CHECK(msq_pagemap_open(&e.pm, "/proc", 0, 0) == 0);
-	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + SIZE, 0, 0, 0, path, true, false,
-			      MSQ_MODE_PAGEOUT, true) == 0);
-	CHECK(s.how == MSQ_DROP_PAGEOUT);
+	CHECK(fstat(fd, &st) == 0);
+	CHECK(msq_stream_init(&s, (uintptr_t)p, (uintptr_t)p + SIZE, 0, st.st_dev, st.st_ino, path,
+			      shared, false, MSQ_MODE_PAGEOUT, true) == 0);
+	CHECK(s.how == (shared ? MSQ_DROP_UNMAP_FADVISE : MSQ_DROP_PAGEOUT));
 	msq_extents_add(&s.precached, (uintptr_t)p + 40 * M, (uintptr_t)p + 44 * M);
 	s.precached_known = true;
 
@@ -402,6 +391,7 @@ int main(void)
 	touch(p, 0, 48 * M);
 	d = msq_stream_cycle(&e, &s, 1, false);
 	CHECK(d > 0);
+	CHECK(s.how == (shared ? MSQ_DROP_UNMAP_FADVISE : MSQ_DROP_PAGEOUT)); /* (no fallback) */
 	/* Behind the lag (below 32M): gone, but for the other process's range. */
 	CHECK(cached(fd, 0, 8 * M) == 0);
 	CHECK_EQ(cached(fd, 8 * M, 2 * M), 2 * M);
@@ -447,16 +437,80 @@ int main(void)
 			CHECK(p[i] == 0x5a);
 			break;
 		}
+	msq_stream_free(&s);
+	msq_pagemap_close(&e.pm);
+	msq_engine_free(&e);
+	munmap(p, SIZE);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+}
+
+/* A file deleted while mapped cannot be opened to drop from: once our
+ * PTEs went, what it kept cached would be seen by nothing.  Its mapping
+ * is paged out instead, and still leaves nothing behind. */
+static void deleted_file_pages_out(struct msq_engine *e)
+{
+	struct sparse_stream t;
+	int64_t d;
+
+	sparse_stream_open(&t, true);
+	CHECK(t.s.how == MSQ_DROP_UNMAP_FADVISE);
+	CHECK(unlink(t.path) == 0);
+	touch(t.p, 0, 64 * M);
+	d = msq_stream_cycle(e, &t.s, 1, false);
+	CHECK(d >= (int64_t)(40 * M) && d <= (int64_t)(48 * M));
+	CHECK(t.s.how == MSQ_DROP_PAGEOUT);
+	CHECK(cached(t.fd, 0, 40 * M) <= FAULT_AROUND);
+	CHECK_EQ(cached(t.fd, 48 * M, 16 * M), 16 * M); /* the lag */
+	sparse_stream_close(&t);
+}
+
+int main(void)
+{
+	char path[] = "stream-test-XXXXXX";
+	struct msq_engine e;
+	unsigned char *buf = malloc(M);
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && buf);
+	/* One cycle is to take everything behind the reader.  MADV_PAGEOUT
+	 * drains only this CPU's batch of pages waiting to join the LRU: a
+	 * page faulted in while the test ran on another CPU may sit in that
+	 * CPU's batch, cannot be isolated, and stays (a later cycle would
+	 * take it).  Staying on one CPU keeps the one cycle whole. */
+	{
+		cpu_set_t one;
+		int cpu = sched_getcpu();
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu < 0 ? 0 : cpu, &one);
+		sched_setaffinity(0, sizeof(one), &one);
+	}
+	memset(buf, 0x5a, M);
+	for (int i = 0; i < 64; i++)
+		CHECK(write(fd, buf, M) == (ssize_t)M);
+	fsync(fd);
+	posix_fadvise(fd, 0, SIZE, POSIX_FADV_DONTNEED);
+	if (cached(fd, 0, SIZE) > 4 * M) {
+		printf("cannot evict the test file; skipping\n");
+		unlink(path);
+		return 77;
+	}
+	strong_references(path, fd, true);
+	strong_references(path, fd, false);
+	msq_engine_init(&e, -1, 16 * M);
+	CHECK(msq_pagemap_open(&e.pm, "/proc", 0, 0) == 0);
 	first_reader_seen_at_once(&e);
 	backlog_before_the_window(&e);
 	unadvised_reader_pauses(&e);
 	unadvised_look_past_the_part(&e);
 	asks_then_drops_what_stays(&e);
 	asked_drop_keeps_cow_and_precached(&e);
-	msq_stream_free(&s);
+	deleted_file_pages_out(&e);
 	msq_pagemap_close(&e.pm);
 	msq_engine_free(&e);
-	munmap(p, SIZE);
 	close(fd);
 	unlink(path);
 	free(buf);
