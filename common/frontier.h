@@ -46,10 +46,13 @@ void msq_pagemap_close(struct msq_pagemap *pm);
 int msq_pagemap_check(const struct msq_pagemap *pm);
 
 /*
- * Adds to *file the present, file-backed pages of [start, end) and, if anon
- * is not NULL, the present anonymous ones (copy-on-write copies in private
- * file mappings) to *anon.  Page-aligned addresses.  Returns 0 or -errno
- * (sets are then partly filled).
+ * Adds to *file the present, file-backed pages of [start, end) and the
+ * present anonymous ones (copy-on-write copies in private file mappings)
+ * to *anon.  With anon NULL, for a mapping that holds none (shared) or
+ * where they need not be told apart, every present page goes to *file:
+ * telling them apart costs the kernel a page lookup per entry.
+ * Page-aligned addresses.  Returns 0 or -errno (sets are then partly
+ * filled).
  */
 int msq_present_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
 		       struct msq_extents *file, struct msq_extents *anon);

@@ -398,7 +398,7 @@ static int keep_for_retry(const struct msq_engine *e, struct msq_stream *s, cons
 static int still_cached(int fd, const struct msq_stream *s, const struct msq_extents *set,
 			struct msq_extents *out)
 {
-	unsigned char vec[4096];
+	unsigned char vec[4096]; /* (16 MiB a call) */
 
 	for (size_t i = 0; i < set->n; i++) {
 		struct msq_cachestat_range cr = { s->file_off + (set->v[i].start - s->start),
@@ -407,21 +407,21 @@ static int still_cached(int fd, const struct msq_stream *s, const struct msq_ext
 
 		if (msq_sys_cachestat(fd, &cr, &cs) == 0 && cs.nr_cache == 0)
 			continue;
-		for (uint64_t a = set->v[i].start; a < set->v[i].end; a += sizeof(vec) * 4096) {
-			uint64_t len = set->v[i].end - a < sizeof(vec) * 4096 ? set->v[i].end - a
-									       : sizeof(vec) * 4096;
+		for (uint64_t a = set->v[i].start; a < set->v[i].end; a += sizeof(vec) * PAGE) {
+			uint64_t len = set->v[i].end - a < sizeof(vec) * PAGE ? set->v[i].end - a
+									       : sizeof(vec) * PAGE;
 			uint64_t run = 0;
 			int rc;
 
 			if ((rc = msq_sys_mincore((void *)(uintptr_t)a, (size_t)len, vec)) < 0)
 				return rc;
-			for (uint64_t k = 0; k <= len / 4096; k++) {
-				bool in = k < len / 4096 && (vec[k] & 1);
+			for (uint64_t k = 0; k <= len / PAGE; k++) {
+				bool in = k < len / PAGE && (vec[k] & 1);
 
 				if (in && !run)
-					run = a + k * 4096 + 1; /* +1: 0 means "no run" */
+					run = a + k * PAGE + 1; /* +1: 0 means "no run" */
 				if (!in && run) {
-					if ((rc = msq_extents_add(out, run - 1, a + k * 4096)) < 0)
+					if ((rc = msq_extents_add(out, run - 1, a + k * PAGE)) < 0)
 						return rc;
 					run = 0;
 				}
@@ -639,7 +639,7 @@ static int retry_unmapped(struct msq_engine *e, struct msq_stream *s, uint64_t n
 						  e->retry.v[i].end - e->retry.v[i].start };
 		struct msq_cachestat cs;
 
-		before += msq_sys_cachestat(fd, &cr, &cs) == 0 ? cs.nr_cache * 4096 : cr.len;
+		before += msq_sys_cachestat(fd, &cr, &cs) == 0 ? cs.nr_cache * PAGE : cr.len;
 	}
 	rc = fadvise_and_keep(e, s, fd, &e->retry, now_ns, &left);
 	msq_sys_close(fd);

@@ -32,6 +32,11 @@ static void check_mode(struct msq_pagemap *pm, unsigned char *shared, unsigned c
 	CHECK(msq_extents_covered(&anon, p + 4 * M, p + 4 * M + 4096) == 4096);
 	CHECK(msq_extents_covered(&file, p, p + M) > 0);
 	CHECK(!msq_extents_overlaps(&file, p + 4 * M, p + 4 * M + 4096));
+	/* Not told apart (anon NULL): every present page, the copy too. */
+	msq_extents_clear(&file);
+	CHECK(msq_present_ranges(pm, p, p + 16 * M, &file, NULL) == 0);
+	CHECK(msq_extents_covered(&file, p + 4 * M, p + 4 * M + 4096) == 4096);
+	CHECK(msq_extents_covered(&file, p, p + M) > 0);
 	msq_extents_free(&file);
 	msq_extents_free(&anon);
 }
