@@ -179,3 +179,30 @@ int msq_present_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t en
 		return scan_ranges(pm, start, end, file, anon);
 	return read_ranges(pm, start, end, file, anon);
 }
+
+int msq_cached_ranges(uint64_t start, uint64_t end, unsigned char *vec, size_t vec_len,
+		      struct msq_extents *out)
+{
+	uint64_t step = (uint64_t)vec_len * PAGE;
+
+	for (uint64_t a = start; a < end; a += step) {
+		uint64_t len = end - a < step ? end - a : step;
+		uint64_t run = 0;
+		int rc;
+
+		if ((rc = msq_sys_mincore((void *)(uintptr_t)a, (size_t)len, vec)) < 0)
+			return rc;
+		for (uint64_t k = 0; k <= len / PAGE; k++) {
+			bool in = k < len / PAGE && (vec[k] & 1);
+
+			if (in && !run)
+				run = a + k * PAGE + 1; /* +1: 0 means "no run" */
+			if (!in && run) {
+				if ((rc = msq_extents_add(out, run - 1, a + k * PAGE)) < 0)
+					return rc;
+				run = 0;
+			}
+		}
+	}
+	return 0;
+}

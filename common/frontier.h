@@ -57,4 +57,14 @@ int msq_pagemap_check(const struct msq_pagemap *pm);
 int msq_present_ranges(const struct msq_pagemap *pm, uint64_t start, uint64_t end,
 		       struct msq_extents *file, struct msq_extents *anon);
 
+/*
+ * Adds to *out the pages of [start, end), a file mapping of this process,
+ * that are in the page cache, mapped or not (mincore(2), vec_len pages a
+ * call into vec).  The truth only for files the process may write: for
+ * others the kernel calls every page cached.  Page-aligned addresses.
+ * Returns 0 or -errno.
+ */
+int msq_cached_ranges(uint64_t start, uint64_t end, unsigned char *vec, size_t vec_len,
+		      struct msq_extents *out);
+
 #endif

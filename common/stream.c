@@ -404,29 +404,12 @@ static int still_cached(int fd, const struct msq_stream *s, const struct msq_ext
 		struct msq_cachestat_range cr = { s->file_off + (set->v[i].start - s->start),
 						  set->v[i].end - set->v[i].start };
 		struct msq_cachestat cs;
+		int rc;
 
 		if (msq_sys_cachestat(fd, &cr, &cs) == 0 && cs.nr_cache == 0)
 			continue;
-		for (uint64_t a = set->v[i].start; a < set->v[i].end; a += sizeof(vec) * PAGE) {
-			uint64_t len = set->v[i].end - a < sizeof(vec) * PAGE ? set->v[i].end - a
-									       : sizeof(vec) * PAGE;
-			uint64_t run = 0;
-			int rc;
-
-			if ((rc = msq_sys_mincore((void *)(uintptr_t)a, (size_t)len, vec)) < 0)
-				return rc;
-			for (uint64_t k = 0; k <= len / PAGE; k++) {
-				bool in = k < len / PAGE && (vec[k] & 1);
-
-				if (in && !run)
-					run = a + k * PAGE + 1; /* +1: 0 means "no run" */
-				if (!in && run) {
-					if ((rc = msq_extents_add(out, run - 1, a + k * PAGE)) < 0)
-						return rc;
-					run = 0;
-				}
-			}
-		}
+		if ((rc = msq_cached_ranges(set->v[i].start, set->v[i].end, vec, sizeof(vec), out)) < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "../common/config.h"
 #include "../common/fault.h"
+#include "../common/frontier.h"
 #include "../common/kernel_switch.h"
 #include "../common/maps.h"
 #include "../common/sys.h"
@@ -43,25 +44,7 @@ static int snapshot(struct msq_stream *s)
 
 	if (MSQ_FAULT("madvseq/alloc") || !(vec = malloc(SNAPSHOT_STEP / 4096)))
 		return -ENOMEM;
-	for (uint64_t a = s->start; a < s->end && rc == 0; a += SNAPSHOT_STEP) {
-		uint64_t len = s->end - a < SNAPSHOT_STEP ? s->end - a : SNAPSHOT_STEP;
-		uint64_t run = 0;
-
-		if (mincore((void *)(uintptr_t)a, (size_t)len, vec) < 0) {
-			rc = -errno;
-			break;
-		}
-		for (uint64_t i = 0; i <= len / 4096 && rc == 0; i++) {
-			bool in = i < len / 4096 && (vec[i] & 1);
-
-			if (in && !run)
-				run = a + i * 4096 + 1; /* +1: 0 means "no run" */
-			if (!in && run) {
-				rc = msq_extents_add(&s->precached, run - 1, a + i * 4096);
-				run = 0;
-			}
-		}
-	}
+	rc = msq_cached_ranges(s->start, s->end, vec, SNAPSHOT_STEP / 4096, &s->precached);
 	free(vec);
 	s->precached_known = rc == 0;
 	if (rc < 0)
