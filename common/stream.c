@@ -464,7 +464,7 @@ static int write_behind(struct msq_stream *s)
 		struct msq_cachestat cs;
 
 		rc = fadvise_range(fd, s, r.start, r.end);
-		if (rc == 0 && (msq_cachestat(fd, &cr, &cs) < 0 || cs.nr_cache == 0))
+		if (rc == 0 && (msq_sys_cachestat(fd, &cr, &cs) < 0 || cs.nr_cache == 0))
 			rc = msq_extents_remove(&s->written, r.start, r.end); /* done (or unknowable) */
 		else
 			i++;

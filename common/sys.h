@@ -186,6 +186,7 @@ static inline int msq_sys_mincore(void *addr, size_t len, unsigned char *vec)
 	return (int)MSQ_SYSCALL(SYS_mincore, addr, len, vec);
 }
 
+/* msq_cachestat's twin for the library's engine, which keeps errno. */
 static inline int msq_sys_cachestat(int fd, struct msq_cachestat_range *r, struct msq_cachestat *cs)
 {
 	return (int)MSQ_SYSCALL(SYS_cachestat, fd, r, cs, 0);
